@@ -1,0 +1,118 @@
+import { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
+import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
+import * as v from 'valibot';
+import type { CredentialsSource, ProviderCredentials } from '../core/ports.js';
+import type { CoreLogger } from '../core/token-service.js';
+
+/** SecretString of the provider credentials secret. */
+const SecretSchema = v.object({
+  key: v.pipe(v.string(), v.nonEmpty()),
+  secret: v.pipe(v.string(), v.nonEmpty()),
+});
+
+/** Credentials from the environment or the simulator (local stack); never re-read. */
+export class StaticCredentials implements CredentialsSource {
+  #credentials: ProviderCredentials;
+
+  constructor(credentials: ProviderCredentials) {
+    this.#credentials = credentials;
+  }
+
+  async get(): Promise<ProviderCredentials> {
+    return this.#credentials;
+  }
+
+  /** Swaps the pair (local rotation drills). */
+  set(credentials: ProviderCredentials): void {
+    this.#credentials = credentials;
+  }
+}
+
+/**
+ * Keeps the secret's version beside its value: Powertools caches what `_get`
+ * returns, so the version is cached (and re-read) together with the value.
+ */
+class VersionedSecretsProvider extends SecretsProvider {
+  readonly #sm: SecretsManagerClient;
+
+  constructor(client: SecretsManagerClient) {
+    super({ awsSdkV3Client: client });
+    this.#sm = client;
+  }
+
+  protected override async _get(name: string): Promise<string | undefined> {
+    const out = await this.#sm.send(new GetSecretValueCommand({ SecretId: name }));
+    if (out.SecretString === undefined) return undefined;
+    return JSON.stringify({ value: out.SecretString, version: out.VersionId ?? 'unknown' });
+  }
+}
+
+export class CredentialsSecretError extends Error {
+  override name = 'CredentialsSecretError';
+}
+
+/**
+ * The provider key and secret from Secrets Manager through Powertools
+ * Parameters: cached 5 minutes, re-read on demand (after a 401). When a
+ * re-read fails, the last good value keeps being used and the failure logged.
+ */
+export class SecretsManagerCredentials implements CredentialsSource {
+  readonly #provider: VersionedSecretsProvider;
+  readonly #secretId: string;
+  readonly #maxAgeSeconds: number;
+  readonly #logger: CoreLogger;
+  #last: ProviderCredentials | undefined;
+
+  constructor(options: {
+    client: SecretsManagerClient;
+    secretId: string;
+    logger: CoreLogger;
+    maxAgeSeconds?: number;
+  }) {
+    this.#provider = new VersionedSecretsProvider(options.client);
+    this.#secretId = options.secretId;
+    this.#logger = options.logger;
+    this.#maxAgeSeconds = options.maxAgeSeconds ?? 300;
+  }
+
+  async get(options: { forceRefresh?: boolean } = {}): Promise<ProviderCredentials> {
+    let raw: string | undefined;
+    try {
+      raw = (await this.#provider.get(this.#secretId, {
+        maxAge: this.#maxAgeSeconds,
+        forceFetch: options.forceRefresh === true,
+      })) as string | undefined;
+    } catch (error) {
+      if (!this.#last)
+        throw new CredentialsSecretError('The credentials secret could not be read.', {
+          cause: error,
+        });
+      this.#logger.warn('credentials secret could not be re-read; using the cached value', {
+        error: error instanceof Error ? error.name : typeof error,
+        cause:
+          error instanceof Error && error.cause instanceof Error ? error.cause.name : undefined,
+      });
+      return this.#last;
+    }
+    if (raw === undefined)
+      throw new CredentialsSecretError('The credentials secret has no SecretString.');
+    const { value, version } = JSON.parse(raw) as { value: string; version: string };
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(value);
+    } catch {
+      throw new CredentialsSecretError('The credentials secret is not JSON {"key","secret"}.');
+    }
+    const result = v.safeParse(SecretSchema, parsed);
+    if (!result.success) {
+      throw new CredentialsSecretError('The credentials secret is not JSON {"key","secret"}.');
+    }
+    const credentials = { ...result.output, version };
+    if (this.#last && this.#last.version !== version) {
+      this.#logger.info('credentials secret has a new version', { credentialsVersion: version });
+    }
+    this.#last = credentials;
+    return credentials;
+  }
+}

@@ -1,0 +1,225 @@
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  DeleteItemCommand,
+  type DynamoDBClient,
+  GetItemCommand,
+  ScanCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import { StoreUnavailableError } from '../core/errors.js';
+import type { StoredItem, TokenStore } from '../core/ports.js';
+
+type Item = Record<string, AttributeValue>;
+
+/** A lease-only item (no token yet) is kept at most a day. */
+const LEASE_ONLY_TTL_SECONDS = 86_400;
+
+const num = (value: number): AttributeValue => ({ N: String(value) });
+const readNum = (a: AttributeValue | undefined): number | undefined =>
+  a?.N === undefined ? undefined : Number(a.N);
+
+/** Maps an item to the core's shape; an item with a broken token part has no token. */
+export function fromItem(item: Item): StoredItem {
+  const pk = item.pk?.S ?? '';
+  const sealed = item.sealed_token?.B;
+  const issuedAt = readNum(item.issued_at);
+  const expiresAt = readNum(item.expires_at);
+  const credentialsVersion = item.credentials_version?.S;
+  const scope = item.scope?.S;
+  const providerCreatedAt = readNum(item.provider_created_at);
+  const leaseOwner = item.lease_owner?.S;
+  const leaseUntil = readNum(item.lease_until);
+  const failedAt = readNum(item.failed_at);
+  const hasToken =
+    sealed !== undefined &&
+    issuedAt !== undefined &&
+    expiresAt !== undefined &&
+    credentialsVersion !== undefined &&
+    item.token_type?.S === 'Bearer';
+  return {
+    pk,
+    ...(hasToken
+      ? {
+          token: {
+            sealed,
+            tokenType: 'Bearer' as const,
+            issuedAt,
+            expiresAt,
+            credentialsVersion,
+            ...(scope === undefined ? {} : { scope }),
+            ...(providerCreatedAt === undefined ? {} : { providerCreatedAt }),
+          },
+        }
+      : {}),
+    ...(leaseOwner === undefined ? {} : { leaseOwner }),
+    ...(leaseUntil === undefined ? {} : { leaseUntil }),
+    ...(failedAt === undefined ? {} : { failedAt }),
+  };
+}
+
+/**
+ * The L2 cache in DynamoDB (SPEC section 5): one item per scope, the lease
+ * beside the token, `ttl = expires_at - 60`. SDK failures become
+ * StoreUnavailableError; a failed condition is an answer, not an error.
+ */
+export class DynamoDbTokenStore implements TokenStore {
+  readonly #client: DynamoDBClient;
+  readonly #table: string;
+
+  constructor(client: DynamoDBClient, tableName: string) {
+    this.#client = client;
+    this.#table = tableName;
+  }
+
+  async get(pk: string): Promise<StoredItem | undefined> {
+    const out = await this.#send('GetItem', () =>
+      this.#client.send(
+        new GetItemCommand({
+          TableName: this.#table,
+          Key: { pk: { S: pk } },
+          ConsistentRead: true,
+        }),
+      ),
+    );
+    return out.Item ? fromItem(out.Item) : undefined;
+  }
+
+  async tryAcquireLease(
+    pk: string,
+    owner: string,
+    nowMs: number,
+    untilMs: number,
+  ): Promise<boolean> {
+    return this.#conditional('UpdateItem', () =>
+      this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: { pk: { S: pk } },
+          UpdateExpression:
+            'SET lease_owner = :owner, lease_until = :until, #ttl = if_not_exists(#ttl, :ttl)',
+          ConditionExpression: 'attribute_not_exists(lease_until) OR lease_until < :now',
+          ExpressionAttributeNames: { '#ttl': 'ttl' },
+          ExpressionAttributeValues: {
+            ':owner': { S: owner },
+            ':until': num(untilMs),
+            ':now': num(nowMs),
+            ':ttl': num(Math.floor(nowMs / 1000) + LEASE_ONLY_TTL_SECONDS),
+          },
+        }),
+      ),
+    );
+  }
+
+  async putToken(
+    pk: string,
+    token: NonNullable<StoredItem['token']>,
+    owner: string,
+  ): Promise<boolean> {
+    const values: Item = {
+      ':sealed': { B: token.sealed },
+      ':type': { S: token.tokenType },
+      ':issued': num(token.issuedAt),
+      ':expires': num(token.expiresAt),
+      ':ttl': num(token.expiresAt - 60),
+      ':version': { S: token.credentialsVersion },
+      ':owner': { S: owner },
+    };
+    const set = [
+      'sealed_token = :sealed',
+      'token_type = :type',
+      'issued_at = :issued',
+      'expires_at = :expires',
+      '#ttl = :ttl',
+      'credentials_version = :version',
+    ];
+    const remove = ['lease_owner', 'lease_until', 'failed_at'];
+    if (token.scope === undefined) remove.push('#scope');
+    else {
+      set.push('#scope = :scope');
+      values[':scope'] = { S: token.scope };
+    }
+    if (token.providerCreatedAt === undefined) remove.push('provider_created_at');
+    else {
+      set.push('provider_created_at = :created');
+      values[':created'] = num(token.providerCreatedAt);
+    }
+    return this.#conditional('UpdateItem', () =>
+      this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: { pk: { S: pk } },
+          UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}`,
+          ConditionExpression: 'lease_owner = :owner',
+          ExpressionAttributeNames: { '#ttl': 'ttl', '#scope': 'scope' },
+          ExpressionAttributeValues: values,
+        }),
+      ),
+    );
+  }
+
+  async releaseLease(pk: string, owner: string, failedAtMs: number): Promise<void> {
+    await this.#conditional('UpdateItem', () =>
+      this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: { pk: { S: pk } },
+          UpdateExpression: 'SET failed_at = :failed REMOVE lease_owner, lease_until',
+          ConditionExpression: 'lease_owner = :owner',
+          ExpressionAttributeValues: { ':owner': { S: owner }, ':failed': num(failedAtMs) },
+        }),
+      ),
+    );
+  }
+
+  async delete(pk: string): Promise<void> {
+    await this.#send('DeleteItem', () =>
+      this.#client.send(new DeleteItemCommand({ TableName: this.#table, Key: { pk: { S: pk } } })),
+    );
+  }
+
+  async list(): Promise<StoredItem[]> {
+    const items: StoredItem[] = [];
+    let start: Item | undefined;
+    do {
+      const page = await this.#send('Scan', () =>
+        this.#client.send(
+          new ScanCommand({
+            TableName: this.#table,
+            ConsistentRead: true,
+            FilterExpression: 'begins_with(pk, :prefix)',
+            ExpressionAttributeValues: { ':prefix': { S: 'TOKEN#' } },
+            ExclusiveStartKey: start,
+          }),
+        ),
+      );
+      for (const item of page.Items ?? []) items.push(fromItem(item));
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return items;
+  }
+
+  async #conditional(operation: string, call: () => Promise<unknown>): Promise<boolean> {
+    try {
+      await this.#send(operation, call);
+      return true;
+    } catch (error) {
+      if (
+        error instanceof StoreUnavailableError &&
+        error.cause instanceof ConditionalCheckFailedException
+      ) {
+        return false;
+      }
+      throw error;
+    }
+  }
+
+  async #send<T>(operation: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      const name = error instanceof Error ? error.name : 'UnknownError';
+      throw new StoreUnavailableError(`DynamoDB ${operation} failed (${name})`, { cause: error });
+    }
+  }
+}

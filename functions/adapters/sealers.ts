@@ -1,0 +1,79 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { DecryptCommand, EncryptCommand, type KMSClient } from '@aws-sdk/client-kms';
+import type { Sealer } from '../core/ports.js';
+
+/** Seals with KMS Encrypt; the item key is the encryption context, so blobs cannot be swapped. */
+export class KmsSealer implements Sealer {
+  readonly #client: KMSClient;
+  readonly #keyId: string;
+
+  constructor(client: KMSClient, keyId: string) {
+    this.#client = client;
+    this.#keyId = keyId;
+  }
+
+  async seal(plaintext: string, context: string): Promise<Uint8Array> {
+    const out = await this.#client.send(
+      new EncryptCommand({
+        KeyId: this.#keyId,
+        Plaintext: Buffer.from(plaintext, 'utf8'),
+        EncryptionContext: { pk: context },
+      }),
+    );
+    if (!out.CiphertextBlob) throw new Error('KMS Encrypt returned no ciphertext');
+    return out.CiphertextBlob;
+  }
+
+  async unseal(sealed: Uint8Array, context: string): Promise<string> {
+    const out = await this.#client.send(
+      new DecryptCommand({
+        KeyId: this.#keyId,
+        CiphertextBlob: sealed,
+        EncryptionContext: { pk: context },
+      }),
+    );
+    if (!out.Plaintext) throw new Error('KMS Decrypt returned no plaintext');
+    return Buffer.from(out.Plaintext).toString('utf8');
+  }
+}
+
+const VERSION = 1;
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+/**
+ * AES-256-GCM with a key held only in memory (the local stack makes one per
+ * start). Layout: version byte, IV, tag, ciphertext; the context is the AAD.
+ */
+export class AesGcmSealer implements Sealer {
+  readonly #key: Buffer;
+
+  constructor(key: Uint8Array = randomBytes(32)) {
+    if (key.length !== 32) throw new Error('AesGcmSealer needs a 32-byte key');
+    this.#key = Buffer.from(key);
+  }
+
+  async seal(plaintext: string, context: string): Promise<Uint8Array> {
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.#key, iv);
+    cipher.setAAD(Buffer.from(context, 'utf8'));
+    const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+    return Buffer.concat([Buffer.of(VERSION), iv, cipher.getAuthTag(), body]);
+  }
+
+  async unseal(sealed: Uint8Array, context: string): Promise<string> {
+    const blob = Buffer.from(sealed);
+    if (blob.length < 1 + IV_BYTES + TAG_BYTES || blob[0] !== VERSION) {
+      throw new Error('sealed blob has an unknown format');
+    }
+    const iv = blob.subarray(1, 1 + IV_BYTES);
+    const tag = blob.subarray(1 + IV_BYTES, 1 + IV_BYTES + TAG_BYTES);
+    const decipher = createDecipheriv('aes-256-gcm', this.#key, iv);
+    decipher.setAAD(Buffer.from(context, 'utf8'));
+    decipher.setAuthTag(tag);
+    return Buffer.concat([
+      decipher.update(blob.subarray(1 + IV_BYTES + TAG_BYTES)),
+      decipher.final(),
+    ]).toString('utf8');
+  }
+}

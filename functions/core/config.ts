@@ -1,0 +1,106 @@
+import { AccessPolicy } from './access-policy.js';
+import { ConfigError } from './errors.js';
+import type { UnscopedScopeMode } from './provider-client.js';
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Reads environment variables in one place. Each reader records a problem
+ * instead of throwing, so `done()` reports every problem at once.
+ */
+export class EnvReader {
+  readonly #env: Env;
+  readonly #problems: string[] = [];
+
+  constructor(env: Env) {
+    this.#env = env;
+  }
+
+  required(name: string): string {
+    const value = this.#env[name];
+    if (value === undefined || value.trim() === '') {
+      this.#problems.push(`${name} is required`);
+      return '';
+    }
+    return value;
+  }
+
+  optional(name: string, fallback: string): string {
+    const value = this.#env[name];
+    return value === undefined || value === '' ? fallback : value;
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+    const value = this.optional(name, fallback);
+    if (!(allowed as readonly string[]).includes(value)) {
+      this.#problems.push(`${name} must be one of ${allowed.join(', ')}`);
+      return fallback;
+    }
+    return value as T;
+  }
+
+  integer(name: string, fallback: number, min: number, max: number): number {
+    const raw = this.#env[name];
+    if (raw === undefined || raw === '') return fallback;
+    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+      this.#problems.push(`${name} must be an integer from ${min} to ${max}`);
+      return fallback;
+    }
+    return Number(raw);
+  }
+
+  url(name: string, fallback?: string): string {
+    const value = fallback === undefined ? this.required(name) : this.optional(name, fallback);
+    if (value !== '' && !URL.canParse(value)) this.#problems.push(`${name} must be a URL`);
+    return value;
+  }
+
+  accessPolicy(name: string): AccessPolicy | undefined {
+    const raw = this.required(name);
+    if (raw === '') return undefined;
+    try {
+      return AccessPolicy.parse(raw, name);
+    } catch (error) {
+      this.#problems.push(error instanceof Error ? error.message : String(error));
+      return undefined;
+    }
+  }
+
+  problem(message: string): void {
+    this.#problems.push(message);
+  }
+
+  /** Throws one ConfigError naming every problem found. */
+  done(): void {
+    if (this.#problems.length > 0) {
+      throw new ConfigError(`Invalid configuration: ${this.#problems.join('; ')}`);
+    }
+  }
+}
+
+/** The vend function's settings that do not depend on where it runs. */
+export interface VendSettings {
+  readonly policy: AccessPolicy;
+  readonly providerBaseUrl: string;
+  readonly unscopedScopeMode: UnscopedScopeMode;
+  readonly refreshAheadSeconds: number;
+  readonly tableName: string;
+}
+
+export function readVendSettings(
+  reader: EnvReader,
+  defaults: { tableName?: string } = {},
+): VendSettings {
+  const policy = reader.accessPolicy('ACCESS_POLICY');
+  const settings = {
+    providerBaseUrl: reader.url('PROVIDER_BASE_URL'),
+    unscopedScopeMode: reader.oneOf('UNSCOPED_SCOPE_MODE', ['omit', 'empty'] as const, 'omit'),
+    refreshAheadSeconds: reader.integer('REFRESH_AHEAD_SECONDS', 900, 60, 3600),
+    tableName:
+      defaults.tableName === undefined
+        ? reader.required('TABLE_NAME')
+        : reader.optional('TABLE_NAME', defaults.tableName),
+  };
+  reader.done();
+  return { ...settings, policy: policy as AccessPolicy };
+}

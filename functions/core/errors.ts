@@ -1,0 +1,119 @@
+/**
+ * One base error for everything the vend path can answer with. Each subclass
+ * sets a literal `name` (minifiers rename classes) and the SPEC section 3 code.
+ * Messages never carry a token, key, secret or Authorization header.
+ */
+export type ProblemCode =
+  | 'invalid_request'
+  | 'unauthenticated'
+  | 'access_denied'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'upstream_credentials_rejected'
+  | 'upstream_error'
+  | 'upstream_unavailable'
+  | 'internal_error';
+
+export class VendError extends Error {
+  override name = 'VendError';
+  readonly code: ProblemCode;
+  readonly status: number;
+  readonly title: string;
+
+  constructor(
+    code: ProblemCode,
+    status: number,
+    title: string,
+    detail: string,
+    options?: { cause?: unknown },
+  ) {
+    super(detail, options);
+    this.code = code;
+    this.status = status;
+    this.title = title;
+  }
+}
+
+export class InvalidRequestError extends VendError {
+  override name = 'InvalidRequestError';
+  constructor(detail: string) {
+    super('invalid_request', 400, 'Invalid request', detail);
+  }
+}
+
+export class UnauthenticatedError extends VendError {
+  override name = 'UnauthenticatedError';
+  constructor(detail = 'The request carries no IAM identity.') {
+    super('unauthenticated', 401, 'Unauthenticated', detail);
+  }
+}
+
+export class AccessDeniedError extends VendError {
+  override name = 'AccessDeniedError';
+  constructor(detail = 'The caller is not granted this scope.') {
+    super('access_denied', 403, 'Access denied', detail);
+  }
+}
+
+export class NotFoundError extends VendError {
+  override name = 'NotFoundError';
+  constructor(detail = 'No such resource.') {
+    super('not_found', 404, 'Not found', detail);
+  }
+}
+
+export class MethodNotAllowedError extends VendError {
+  override name = 'MethodNotAllowedError';
+  readonly allow: string;
+  constructor(allow: string) {
+    super('method_not_allowed', 405, 'Method not allowed', `Use ${allow}.`);
+    this.allow = allow;
+  }
+}
+
+export class UpstreamCredentialsRejectedError extends VendError {
+  override name = 'UpstreamCredentialsRejectedError';
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super(
+      'upstream_credentials_rejected',
+      502,
+      'Provider rejected our credentials',
+      detail,
+      options,
+    );
+  }
+}
+
+export class UpstreamError extends VendError {
+  override name = 'UpstreamError';
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super('upstream_error', 502, 'Provider answered unexpectedly', detail, options);
+  }
+}
+
+export class UpstreamUnavailableError extends VendError {
+  override name = 'UpstreamUnavailableError';
+  /** Seconds the caller should wait before trying again. */
+  readonly retryAfter: number;
+  constructor(detail: string, retryAfter = 5, options?: { cause?: unknown }) {
+    super('upstream_unavailable', 503, 'Provider unavailable', detail, options);
+    this.retryAfter = retryAfter;
+  }
+}
+
+export class InternalError extends VendError {
+  override name = 'InternalError';
+  constructor(options?: { cause?: unknown }) {
+    super('internal_error', 500, 'Internal error', 'An internal error occurred.', options);
+  }
+}
+
+/** A configuration problem found at start-up; the function refuses to start. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** The shared cache (DynamoDB) failed; the core falls back to degraded mode. */
+export class StoreUnavailableError extends Error {
+  override name = 'StoreUnavailableError';
+}

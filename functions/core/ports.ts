@@ -1,0 +1,67 @@
+/**
+ * The small interfaces the core needs. Adapters in `functions/adapters`
+ * implement them with AWS SDK clients; tests and the local stack use others.
+ */
+
+/** The provider key and secret, and the Secrets Manager version they came from. */
+export interface ProviderCredentials {
+  readonly key: string;
+  readonly secret: string;
+  /** Identifies the secret version; tokens minted under an older one are re-minted. */
+  readonly version: string;
+}
+
+export interface CredentialsSource {
+  /** Returns cached credentials; `forceRefresh` re-reads the secret (after a 401). */
+  get(options?: { forceRefresh?: boolean }): Promise<ProviderCredentials>;
+}
+
+/** Seals tokens before they reach the table; `context` binds the blob to its item key. */
+export interface Sealer {
+  seal(plaintext: string, context: string): Promise<Uint8Array>;
+  /** Throws when the blob was sealed under another key or context. */
+  unseal(sealed: Uint8Array, context: string): Promise<string>;
+}
+
+/** A token as the core handles it. Times are epoch seconds. */
+export interface Token {
+  readonly accessToken: string;
+  readonly tokenType: 'Bearer';
+  /** Absent for the unscoped (partner) token. */
+  readonly scope?: string;
+  readonly issuedAt: number;
+  readonly expiresAt: number;
+  /** The provider's created_at, normalised to epoch seconds, when it sent one. */
+  readonly providerCreatedAt?: number;
+  readonly credentialsVersion: string;
+}
+
+/** A cache item as stored: the token sealed, the lease beside it. */
+export interface StoredItem {
+  readonly pk: string;
+  readonly token?: Omit<Token, 'accessToken'> & { readonly sealed: Uint8Array };
+  readonly leaseOwner?: string;
+  /** Epoch milliseconds. */
+  readonly leaseUntil?: number;
+  /** Epoch milliseconds of the last failed refresh, so waiters stop waiting. */
+  readonly failedAt?: number;
+}
+
+/** The shared (L2) token cache and its leases. Any method may throw a StoreUnavailableError. */
+export interface TokenStore {
+  /** Strongly consistent read of one item. */
+  get(pk: string): Promise<StoredItem | undefined>;
+  /** Takes the lease when it is absent or ran out before `nowMs`; false when another holds it. */
+  tryAcquireLease(pk: string, owner: string, nowMs: number, untilMs: number): Promise<boolean>;
+  /**
+   * Stores a freshly minted token and clears the lease if `owner` still holds it.
+   * Returns false (and writes nothing) when another owner took the lease over.
+   */
+  putToken(pk: string, token: StoredItem['token'] & object, owner: string): Promise<boolean>;
+  /** Gives the lease up without a new token, marking the failure time. */
+  releaseLease(pk: string, owner: string, failedAtMs: number): Promise<void>;
+  /** Removes an item (operator invalidation). */
+  delete(pk: string): Promise<void>;
+  /** Every token item (operator status). */
+  list(): Promise<StoredItem[]>;
+}

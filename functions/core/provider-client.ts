@@ -1,0 +1,215 @@
+import * as v from 'valibot';
+import type { Clock } from './clock.js';
+import {
+  UpstreamCredentialsRejectedError,
+  UpstreamError,
+  UpstreamUnavailableError,
+  VendError,
+} from './errors.js';
+import type { ProviderCredentials } from './ports.js';
+
+/** How the provider wants an unscoped token requested (its document leaves it open). */
+export type UnscopedScopeMode = 'omit' | 'empty';
+
+export interface ProviderClientConfig {
+  /** e.g. https://api.provider.example (no trailing slash needed). */
+  readonly baseUrl: string;
+  readonly unscopedScopeMode: UnscopedScopeMode;
+  /** Per attempt. Default 3000. */
+  readonly timeoutMs?: number;
+  /** Retries after the first attempt. Default 2. */
+  readonly maxRetries?: number;
+  /** First backoff step; doubled each retry, full jitter. Default 200. */
+  readonly backoffBaseMs?: number;
+  /** Longest Retry-After honoured between attempts. Default 5000. */
+  readonly maxRetryAfterMs?: number;
+}
+
+export interface ProviderClientDeps {
+  readonly fetch: typeof fetch;
+  readonly clock: Clock;
+  readonly random: () => number;
+}
+
+/** A validated token response. */
+export interface TokenGrant {
+  readonly accessToken: string;
+  readonly tokenType: 'Bearer';
+  readonly expiresIn: number;
+  readonly scope?: string;
+  /** The provider's created_at in epoch seconds (it may send seconds or milliseconds). */
+  readonly createdAt?: number;
+}
+
+/** Sends one token request and returns the raw response (no validation). */
+export function sendTokenRequest(
+  deps: Pick<ProviderClientDeps, 'fetch'>,
+  config: ProviderClientConfig,
+  credentials: ProviderCredentials,
+  scope: string | undefined,
+  signal: AbortSignal,
+): Promise<Response> {
+  const body = new URLSearchParams({ grant_type: 'client_credentials' });
+  if (scope !== undefined) body.set('scope', scope);
+  else if (config.unscopedScopeMode === 'empty') body.set('scope', '');
+  const basic = Buffer.from(`${credentials.key}:${credentials.secret}`, 'utf8').toString('base64');
+  return deps.fetch(`${config.baseUrl.replace(/\/+$/, '')}/oauth/token`, {
+    method: 'POST',
+    headers: {
+      authorization: `Basic ${basic}`,
+      'content-type': 'application/x-www-form-urlencoded',
+      accept: 'application/json',
+    },
+    body: body.toString(),
+    signal,
+    redirect: 'error',
+  });
+}
+
+const TokenResponseSchema = v.object({
+  access_token: v.pipe(v.string(), v.nonEmpty()),
+  token_type: v.pipe(
+    v.string(),
+    v.check((t) => t.toLowerCase() === 'bearer', 'token_type is not Bearer'),
+  ),
+  expires_in: v.pipe(
+    v.number('expires_in is missing or not a number'),
+    v.integer('expires_in is not an integer'),
+    v.minValue(1, 'expires_in is not positive'),
+  ),
+  scope: v.optional(v.string()),
+  created_at: v.optional(v.pipe(v.number(), v.finite())),
+});
+
+/** Longest Retry-After passed on to our callers, in seconds. */
+const MAX_RETRY_AFTER_TO_CALLERS = 60;
+
+/** Milliseconds timestamps are 1000x larger than any plausible seconds one. */
+const MS_THRESHOLD = 100_000_000_000;
+
+/**
+ * Validates a token response for the requested scope. Returns the grant, or
+ * throws the SPEC section 3 error. Never puts the response body in an error.
+ */
+export async function parseTokenResponse(
+  response: Response,
+  requestedScope: string | undefined,
+): Promise<TokenGrant> {
+  if (response.status !== 200) {
+    // Error bodies are never read (they could echo what we sent); free the socket.
+    await response.body?.cancel().catch(() => undefined);
+    if (response.status === 401 || response.status === 403) {
+      throw new UpstreamCredentialsRejectedError(
+        `The provider rejected our key and secret (HTTP ${response.status}).`,
+      );
+    }
+    if (response.status === 429 || response.status >= 500) {
+      throw new UpstreamUnavailableError(
+        `The provider answered HTTP ${response.status}.`,
+        Math.min(retryAfterSeconds(response) ?? 5, MAX_RETRY_AFTER_TO_CALLERS),
+      );
+    }
+    throw new UpstreamError(`The provider answered HTTP ${response.status}.`);
+  }
+  let text: string;
+  try {
+    text = await response.text();
+  } catch (error) {
+    // The body stalled past the timeout or the connection dropped: retryable, not malformed.
+    throw new UpstreamUnavailableError(describeNetworkError(error), 5, { cause: error });
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new UpstreamError('The token response is not JSON.');
+  }
+  const result = v.safeParse(TokenResponseSchema, json);
+  if (!result.success) {
+    const issue = result.issues[0];
+    const field = issue ? v.getDotPath(issue) : undefined;
+    throw new UpstreamError(
+      `Malformed token response${field ? ` (${field})` : ''}: ${issue?.message}.`,
+    );
+  }
+  const body = result.output;
+  const echoed = body.scope === '' ? undefined : body.scope;
+  if (body.scope !== undefined && echoed !== requestedScope) {
+    throw new UpstreamError('The token response names a different scope than requested.');
+  }
+  const createdAt =
+    body.created_at === undefined
+      ? undefined
+      : body.created_at >= MS_THRESHOLD
+        ? Math.floor(body.created_at / 1000)
+        : Math.floor(body.created_at);
+  return {
+    accessToken: body.access_token,
+    tokenType: 'Bearer',
+    expiresIn: body.expires_in,
+    ...(requestedScope === undefined ? {} : { scope: requestedScope }),
+    ...(createdAt === undefined ? {} : { createdAt }),
+  };
+}
+
+/** Retry-After in whole seconds (delta-seconds or HTTP date), if the response has one. */
+export function retryAfterSeconds(response: Response, nowMs = Date.now()): number | undefined {
+  const value = response.headers.get('retry-after');
+  if (!value) return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim());
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - nowMs) / 1000));
+}
+
+/**
+ * Requests a token: one attempt plus up to `maxRetries` retries on network
+ * errors, timeouts, 429 and 5xx, with exponential backoff and full jitter,
+ * honouring Retry-After up to `maxRetryAfterMs`. Other 4xx are not retried.
+ * No retry is started that could not finish before `deadlineMs`.
+ */
+export async function requestToken(
+  deps: ProviderClientDeps,
+  config: ProviderClientConfig,
+  credentials: ProviderCredentials,
+  scope: string | undefined,
+  deadlineMs = Number.POSITIVE_INFINITY,
+): Promise<TokenGrant> {
+  const timeoutMs = config.timeoutMs ?? 3000;
+  const maxRetries = config.maxRetries ?? 2;
+  const backoffBaseMs = config.backoffBaseMs ?? 200;
+  const maxRetryAfterMs = config.maxRetryAfterMs ?? 5000;
+  for (let attempt = 0; ; attempt++) {
+    let failure: UpstreamUnavailableError;
+    /** The provider's own Retry-After, if it sent one (the error's default is for our callers). */
+    let hintedSeconds: number | undefined;
+    try {
+      const response = await sendTokenRequest(
+        deps,
+        config,
+        credentials,
+        scope,
+        AbortSignal.timeout(timeoutMs),
+      );
+      hintedSeconds = retryAfterSeconds(response, deps.clock.now());
+      return await parseTokenResponse(response, scope);
+    } catch (error) {
+      if (error instanceof VendError && !(error instanceof UpstreamUnavailableError)) throw error;
+      failure =
+        error instanceof UpstreamUnavailableError
+          ? error
+          : new UpstreamUnavailableError(describeNetworkError(error), 5, { cause: error });
+    }
+    if (attempt >= maxRetries) throw failure;
+    const backoff = Math.floor(deps.random() * backoffBaseMs * 2 ** attempt);
+    const wait = Math.max(backoff, Math.min((hintedSeconds ?? 0) * 1000, maxRetryAfterMs));
+    if (deps.clock.now() + wait + timeoutMs > deadlineMs) throw failure;
+    await deps.clock.sleep(wait);
+  }
+}
+
+function describeNetworkError(error: unknown): string {
+  if (error instanceof Error && error.name === 'TimeoutError') {
+    return 'The provider did not answer in time.';
+  }
+  return 'The provider could not be reached.';
+}

@@ -1,0 +1,186 @@
+import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import * as v from 'valibot';
+import { StaticCredentials } from '../functions/adapters/credentials.js';
+import { DynamoDbTokenStore } from '../functions/adapters/dynamodb-token-store.js';
+import { AesGcmSealer } from '../functions/adapters/sealers.js';
+import { type Env, EnvReader, readVendSettings } from '../functions/core/config.js';
+import { createVendRuntime, type VendRuntime } from '../functions/vend-token/runtime.js';
+import { startDynamoDbLocal } from './dynamodb-local.js';
+import { DEMO_IDENTITY, type LocalIdentity, startLocalFunctionUrl } from './function-url.js';
+import {
+  DEFAULT_ALLOWED_SCOPES,
+  DEMO_PROVIDER_CREDENTIALS,
+  type ProviderSimulator,
+  startProviderSimulator,
+} from './provider-simulator.js';
+import { ensureTable, LOCAL_AWS_CREDENTIALS } from './table.js';
+
+export const DEFAULT_STACK_FILE = '.local/stack.json';
+
+const IdentitiesSchema = v.pipe(
+  v.array(
+    v.strictObject({
+      accessKeyId: v.pipe(v.string(), v.regex(/^[A-Z0-9]{16,128}$/)),
+      secretAccessKey: v.pipe(v.string(), v.minLength(1)),
+      arn: v.pipe(v.string(), v.startsWith('arn:')),
+    }),
+  ),
+  v.minLength(1),
+);
+
+/** What `npm start` started; written to `.local/stack.json`. */
+export interface StackInfo {
+  readonly functionUrl: string;
+  readonly region: string;
+  readonly providerUrl: string;
+  readonly providerSimulated: boolean;
+  readonly dynamodbEndpoint: string;
+  readonly tableName: string;
+  readonly unscopedScopeMode: string;
+  readonly identity: LocalIdentity;
+}
+
+export interface LocalStack {
+  readonly info: StackInfo;
+  readonly runtime: VendRuntime;
+  /** The in-process simulator, when the stack started one. */
+  readonly simulator?: ProviderSimulator;
+  stop(): Promise<void>;
+}
+
+function readIdentities(reader: EnvReader, env: Env): LocalIdentity[] {
+  const raw = env.LOCAL_IDENTITIES;
+  if (raw === undefined || raw === '') return [DEMO_IDENTITY];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    reader.problem('LOCAL_IDENTITIES is not valid JSON');
+    return [DEMO_IDENTITY];
+  }
+  const result = v.safeParse(IdentitiesSchema, parsed);
+  if (!result.success) {
+    reader.problem(
+      'LOCAL_IDENTITIES must be a non-empty JSON array of {"accessKeyId","secretAccessKey","arn"}',
+    );
+    return [DEMO_IDENTITY];
+  }
+  return result.output;
+}
+
+/** Every local identity is granted every simulator scope and the unscoped token. */
+function defaultPolicy(identities: readonly LocalIdentity[]): string {
+  return JSON.stringify({
+    scopes: DEFAULT_ALLOWED_SCOPES,
+    grants: identities.map((i) => ({ principal: i.arn, scopes: ['*'], unscoped: true })),
+  });
+}
+
+/**
+ * Starts the local stack of SPEC section 8 on loopback: DynamoDB Local (unless
+ * DYNAMODB_ENDPOINT), the provider simulator (unless PROVIDER_BASE_URL), and a
+ * SigV4-checking Function URL in front of the real vend handler.
+ */
+export async function startLocalStack(
+  env: Env,
+  options: { stackFile?: string | null; logger?: Logger } = {},
+): Promise<LocalStack> {
+  const reader = new EnvReader(env);
+  const port = reader.integer('PORT', 8787, 0, 65535);
+  const region = reader.optional('AWS_REGION', 'us-east-1');
+  const identities = readIdentities(reader, env);
+  const externalProvider = env.PROVIDER_BASE_URL;
+  if (externalProvider && (!env.PROVIDER_KEY || !env.PROVIDER_SECRET)) {
+    reader.problem('PROVIDER_KEY and PROVIDER_SECRET are required when PROVIDER_BASE_URL is set');
+  }
+  const settings = readVendSettings(
+    new EnvReader({
+      ...env,
+      ACCESS_POLICY: env.ACCESS_POLICY || defaultPolicy(identities),
+      PROVIDER_BASE_URL: externalProvider || 'http://127.0.0.1',
+    }),
+    { tableName: 'token-vending-local' },
+  );
+  reader.done();
+
+  const stops: Array<() => Promise<void>> = [];
+  const stop = async () => {
+    for (const fn of stops.reverse()) await fn().catch(() => undefined);
+  };
+  try {
+    let dynamodbEndpoint = env.DYNAMODB_ENDPOINT;
+    if (!dynamodbEndpoint) {
+      const ddb = await startDynamoDbLocal();
+      stops.push(() => ddb.stop());
+      dynamodbEndpoint = ddb.endpoint;
+    }
+    const client = new DynamoDBClient({
+      endpoint: dynamodbEndpoint,
+      region,
+      credentials: LOCAL_AWS_CREDENTIALS,
+      maxAttempts: 2,
+    });
+    stops.push(async () => client.destroy());
+    await ensureTable(client, settings.tableName);
+
+    let simulator: ProviderSimulator | undefined;
+    if (!externalProvider) {
+      simulator = await startProviderSimulator({ unscopedMode: 'either' });
+      const sim = simulator;
+      stops.push(() => sim.close());
+    }
+    const providerUrl = externalProvider || (simulator as ProviderSimulator).url;
+    const credentials = new StaticCredentials(
+      externalProvider
+        ? {
+            key: env.PROVIDER_KEY as string,
+            secret: env.PROVIDER_SECRET as string,
+            version: 'local',
+          }
+        : { ...DEMO_PROVIDER_CREDENTIALS, version: 'local' },
+    );
+    const logger = options.logger ?? new Logger({ serviceName: 'token-vending-local' });
+    const runtime = createVendRuntime({
+      store: new DynamoDbTokenStore(client, settings.tableName),
+      sealer: new AesGcmSealer(),
+      credentials,
+      provider: { baseUrl: providerUrl, unscopedScopeMode: settings.unscopedScopeMode },
+      policy: settings.policy,
+      tokenConfig: { refreshAheadSeconds: settings.refreshAheadSeconds },
+      logger,
+    });
+    const url = await startLocalFunctionUrl({ handler: runtime.app, identities, region, port });
+    stops.push(() => url.close());
+
+    const info: StackInfo = {
+      functionUrl: url.url,
+      region,
+      providerUrl,
+      providerSimulated: simulator !== undefined,
+      dynamodbEndpoint,
+      tableName: settings.tableName,
+      unscopedScopeMode: settings.unscopedScopeMode,
+      identity: identities[0] as LocalIdentity,
+    };
+    const stackFile = options.stackFile === undefined ? DEFAULT_STACK_FILE : options.stackFile;
+    if (stackFile !== null) {
+      await mkdir(dirname(stackFile), { recursive: true });
+      await writeFile(stackFile, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
+      await chmod(stackFile, 0o600);
+      stops.unshift(() => rm(stackFile, { force: true }));
+    }
+    return { info, runtime, ...(simulator ? { simulator } : {}), stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** A curl command that works against the stack (parameters sorted and percent-encoded, as curl 7.88 signs them as typed). */
+export function curlCommand(info: StackInfo, query = 'min_ttl=300&scope=ba_demo_1'): string {
+  const { identity } = info;
+  return `curl -s --aws-sigv4 "aws:amz:${info.region}:lambda" --user "${identity.accessKeyId}:${identity.secretAccessKey}" "${info.functionUrl}/token?${query}"`;
+}

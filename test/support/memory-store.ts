@@ -1,0 +1,63 @@
+import { StoreUnavailableError } from '../../functions/core/errors.js';
+import type { StoredItem, TokenStore } from '../../functions/core/ports.js';
+
+/** An in-memory TokenStore with DynamoDB's conditional semantics, for unit tests. */
+export class MemoryTokenStore implements TokenStore {
+  readonly items = new Map<string, StoredItem>();
+  /** When set, every call throws as an unreachable DynamoDB would. */
+  down = false;
+  calls = 0;
+
+  #check(): void {
+    this.calls++;
+    if (this.down) throw new StoreUnavailableError('DynamoDB GetItem failed (TimeoutError)');
+  }
+
+  async get(pk: string): Promise<StoredItem | undefined> {
+    this.#check();
+    return this.items.get(pk);
+  }
+
+  async tryAcquireLease(
+    pk: string,
+    owner: string,
+    nowMs: number,
+    untilMs: number,
+  ): Promise<boolean> {
+    this.#check();
+    const item = this.items.get(pk) ?? { pk };
+    if (item.leaseUntil !== undefined && item.leaseUntil >= nowMs) return false;
+    this.items.set(pk, { ...item, leaseOwner: owner, leaseUntil: untilMs });
+    return true;
+  }
+
+  async putToken(
+    pk: string,
+    token: NonNullable<StoredItem['token']>,
+    owner: string,
+  ): Promise<boolean> {
+    this.#check();
+    const item = this.items.get(pk);
+    if (item?.leaseOwner !== owner) return false;
+    this.items.set(pk, { pk, token });
+    return true;
+  }
+
+  async releaseLease(pk: string, owner: string, failedAtMs: number): Promise<void> {
+    this.#check();
+    const item = this.items.get(pk);
+    if (item?.leaseOwner !== owner) return;
+    const { leaseOwner: _o, leaseUntil: _u, ...rest } = item;
+    this.items.set(pk, { ...rest, failedAt: failedAtMs });
+  }
+
+  async delete(pk: string): Promise<void> {
+    this.#check();
+    this.items.delete(pk);
+  }
+
+  async list(): Promise<StoredItem[]> {
+    this.#check();
+    return [...this.items.values()];
+  }
+}

@@ -1,0 +1,272 @@
+import {
+  GetSecretValueCommand,
+  InternalServiceError,
+  ResourceNotFoundException,
+  SecretsManagerClient,
+} from '@aws-sdk/client-secrets-manager';
+import { mockClient } from 'aws-sdk-client-mock';
+import 'aws-sdk-client-mock-vitest/extend';
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import {
+  CredentialsSecretError,
+  SecretsManagerCredentials,
+  StaticCredentials,
+} from '../../functions/adapters/credentials.js';
+import type { CredentialsSource } from '../../functions/core/ports.js';
+
+type Logger = ConstructorParameters<typeof SecretsManagerCredentials>[0]['logger'];
+
+const SECRET_ID =
+  'arn:aws:secretsmanager:us-east-1:111122223333:secret:provider-credentials-AbCdEf';
+const V1 = { key: 'pk_live_key_1', secret: 'sk_live_secret_one' };
+const V2 = { key: 'pk_live_key_2', secret: 'sk_live_secret_two' };
+const START = new Date('2030-01-01T00:00:00Z');
+
+const sm = mockClient(SecretsManagerClient);
+
+const secretValue = (creds: { key: string; secret: string }, versionId: string) => ({
+  SecretString: JSON.stringify(creds),
+  VersionId: versionId,
+});
+
+let logger: {
+  info: ReturnType<typeof vi.fn>;
+  warn: ReturnType<typeof vi.fn>;
+  error: ReturnType<typeof vi.fn>;
+};
+
+function source(maxAgeSeconds?: number): SecretsManagerCredentials {
+  return new SecretsManagerCredentials({
+    client: new SecretsManagerClient({ region: 'us-east-1' }),
+    secretId: SECRET_ID,
+    logger: logger as unknown as Logger,
+    ...(maxAgeSeconds === undefined ? {} : { maxAgeSeconds }),
+  });
+}
+
+const internalError = () =>
+  new InternalServiceError({ message: 'An internal error occurred', $metadata: {} });
+const notFound = () =>
+  new ResourceNotFoundException({
+    message: "Secrets Manager can't find the secret",
+    $metadata: {},
+  });
+
+beforeEach(() => {
+  sm.reset();
+  logger = { info: vi.fn(), warn: vi.fn(), error: vi.fn() };
+  vi.useFakeTimers({ toFake: ['Date'] });
+  vi.setSystemTime(START);
+});
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+afterAll(() => {
+  sm.restore();
+});
+
+describe('SecretsManagerCredentials', () => {
+  it('parses the secret and records its version', async () => {
+    // Prepare
+    sm.on(GetSecretValueCommand).resolves(secretValue(V1, 'ver-1'));
+
+    // Act
+    const credentials = await source().get();
+
+    // Assess
+    expect(credentials).toEqual({ ...V1, version: 'ver-1' });
+    expect(sm).toHaveReceivedCommandExactlyOnceWith(GetSecretValueCommand, { SecretId: SECRET_ID });
+  });
+
+  it('caches the secret: a second get does not call Secrets Manager', async () => {
+    // Prepare
+    sm.on(GetSecretValueCommand).resolves(secretValue(V1, 'ver-1'));
+    const credentials = source();
+    await credentials.get();
+    vi.setSystemTime(START.getTime() + 299_000);
+
+    // Act
+    const second = await credentials.get();
+
+    // Assess
+    expect(second).toEqual({ ...V1, version: 'ver-1' });
+    expect(sm).toHaveReceivedCommandTimes(GetSecretValueCommand, 1);
+  });
+
+  it('re-reads on forceRefresh and picks up a new version', async () => {
+    // Prepare
+    sm.on(GetSecretValueCommand)
+      .resolvesOnce(secretValue(V1, 'ver-1'))
+      .resolves(secretValue(V2, 'ver-2'));
+    const credentials = source();
+    await credentials.get();
+
+    // Act
+    const refreshed = await credentials.get({ forceRefresh: true });
+    const cached = await credentials.get();
+
+    // Assess
+    expect(refreshed).toEqual({ ...V2, version: 'ver-2' });
+    expect(cached).toEqual({ ...V2, version: 'ver-2' });
+    expect(sm).toHaveReceivedCommandTimes(GetSecretValueCommand, 2);
+    expect(logger.info).toHaveBeenCalledWith('credentials secret has a new version', {
+      credentialsVersion: 'ver-2',
+    });
+  });
+
+  it('re-reads after the 5-minute max age', async () => {
+    // Prepare
+    sm.on(GetSecretValueCommand)
+      .resolvesOnce(secretValue(V1, 'ver-1'))
+      .resolves(secretValue(V2, 'ver-2'));
+    const credentials = source();
+    await credentials.get();
+    vi.setSystemTime(START.getTime() + 301_000);
+
+    // Act
+    const later = await credentials.get();
+
+    // Assess
+    expect(later).toEqual({ ...V2, version: 'ver-2' });
+    expect(sm).toHaveReceivedCommandTimes(GetSecretValueCommand, 2);
+  });
+
+  it('honours a custom max age', async () => {
+    // Prepare
+    sm.on(GetSecretValueCommand).resolves(secretValue(V1, 'ver-1'));
+    const credentials = source(10);
+    await credentials.get();
+    vi.setSystemTime(START.getTime() + 11_000);
+
+    // Act
+    await credentials.get();
+
+    // Assess
+    expect(sm).toHaveReceivedCommandTimes(GetSecretValueCommand, 2);
+  });
+
+  it.each([
+    ['InternalServiceError', internalError],
+    ['ResourceNotFoundException', notFound],
+  ])(
+    'keeps the last good credentials when a forced re-read fails with %s, and warns',
+    async (_name, failure) => {
+      // Prepare
+      sm.on(GetSecretValueCommand).resolvesOnce(secretValue(V1, 'ver-1')).rejects(failure());
+      const credentials = source();
+      await credentials.get();
+
+      // Act
+      const result = await credentials.get({ forceRefresh: true });
+
+      // Assess
+      expect(result).toEqual({ ...V1, version: 'ver-1' });
+      expect(sm).toHaveReceivedCommandTimes(GetSecretValueCommand, 2);
+      expect(logger.warn).toHaveBeenCalledTimes(1);
+      expect(logger.warn).toHaveBeenCalledWith(
+        'credentials secret could not be re-read; using the cached value',
+        expect.any(Object),
+      );
+      expect(JSON.stringify(logger.warn.mock.calls)).not.toContain(V1.secret);
+    },
+  );
+
+  it('keeps the last good credentials when the re-read after max age fails', async () => {
+    // Prepare
+    sm.on(GetSecretValueCommand).resolvesOnce(secretValue(V1, 'ver-1')).rejects(internalError());
+    const credentials = source();
+    await credentials.get();
+    vi.setSystemTime(START.getTime() + 301_000);
+
+    // Act
+    const result = await credentials.get();
+
+    // Assess
+    expect(result).toEqual({ ...V1, version: 'ver-1' });
+    expect(logger.warn).toHaveBeenCalledTimes(1);
+  });
+
+  it.each([
+    ['InternalServiceError', internalError],
+    ['ResourceNotFoundException', notFound],
+  ])('throws CredentialsSecretError when the first read fails with %s', async (_name, failure) => {
+    // Prepare
+    const sdkError = failure();
+    sm.on(GetSecretValueCommand).rejects(sdkError);
+
+    // Act
+    const error = await source()
+      .get()
+      .catch((e: unknown) => e);
+
+    // Assess
+    expect(error).toBeInstanceOf(CredentialsSecretError);
+    expect(error).toMatchObject({
+      name: 'CredentialsSecretError',
+      message: 'The credentials secret could not be read.',
+    });
+    // The SDK's error is kept as the cause (Powertools wraps it once more).
+    const cause = (error as Error).cause as Error;
+    expect(cause === sdkError || cause.cause === sdkError).toBe(true);
+  });
+
+  it.each([
+    ['not JSON', 'key=pk_live_x;secret=sk_live_leaky_value'],
+    ['missing the secret', JSON.stringify({ key: 'pk_live_x', sk: 'sk_live_leaky_value' })],
+    ['an empty secret', JSON.stringify({ key: 'pk_live_x', secret: '' })],
+    ['a non-string secret', JSON.stringify({ key: 'sk_live_leaky_value', secret: 42 })],
+    ['a JSON string', JSON.stringify('sk_live_leaky_value')],
+  ])(
+    'throws CredentialsSecretError for a SecretString that is %s, without quoting it',
+    async (_label, secretString) => {
+      // Prepare
+      sm.on(GetSecretValueCommand).resolves({ SecretString: secretString, VersionId: 'ver-1' });
+
+      // Act
+      const error = await source()
+        .get()
+        .catch((e: unknown) => e);
+
+      // Assess
+      expect(error).toBeInstanceOf(CredentialsSecretError);
+      expect(error).toMatchObject({ name: 'CredentialsSecretError' });
+      expect((error as Error).message).toBe('The credentials secret is not JSON {"key","secret"}.');
+      expect(JSON.stringify(error)).not.toContain('leaky');
+      expect(String((error as Error).stack)).not.toContain('leaky');
+      expect((error as Error).cause).toBeUndefined();
+    },
+  );
+
+  it('throws CredentialsSecretError for a secret without SecretString', async () => {
+    // Prepare
+    sm.on(GetSecretValueCommand).resolves({ SecretBinary: Uint8Array.from([1]), VersionId: 'v' });
+
+    // Act
+    const error = await source()
+      .get()
+      .catch((e: unknown) => e);
+
+    // Assess
+    expect(error).toBeInstanceOf(CredentialsSecretError);
+    expect(error).toMatchObject({ name: 'CredentialsSecretError' });
+  });
+});
+
+describe('StaticCredentials', () => {
+  it('returns its pair until swapped', async () => {
+    // Prepare
+    const credentials = new StaticCredentials({ ...V1, version: 'static-1' });
+    const port: CredentialsSource = credentials;
+
+    // Act
+    const before = await port.get({ forceRefresh: true });
+    credentials.set({ ...V2, version: 'static-2' });
+    const after = await credentials.get();
+
+    // Assess
+    expect(before).toEqual({ ...V1, version: 'static-1' });
+    expect(after).toEqual({ ...V2, version: 'static-2' });
+  });
+});

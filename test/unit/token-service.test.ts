@@ -1,0 +1,248 @@
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { StaticCredentials } from '../../functions/adapters/credentials.js';
+import { AesGcmSealer } from '../../functions/adapters/sealers.js';
+import { UpstreamUnavailableError } from '../../functions/core/errors.js';
+import type { ProviderCredentials } from '../../functions/core/ports.js';
+import type { TokenGrant } from '../../functions/core/provider-client.js';
+import {
+  type Minter,
+  TokenService,
+  type TokenServiceConfig,
+} from '../../functions/core/token-service.js';
+import { TestClock } from '../support/clock.js';
+import { MemoryTokenStore } from '../support/memory-store.js';
+
+const CREDS = { key: 'k', secret: 's', version: 'v1' };
+
+/** A provider fake: counts mints, returns numbered tokens, can fail. */
+function fakeProvider(expiresIn = 7200) {
+  const state = {
+    mints: 0,
+    fail: undefined as Error | undefined,
+    seen: [] as ProviderCredentials[],
+  };
+  const mint: Minter = async (credentials, scope): Promise<TokenGrant> => {
+    state.mints++;
+    state.seen.push(credentials);
+    if (state.fail) throw state.fail;
+    return {
+      accessToken: `tok-${state.mints}`,
+      tokenType: 'Bearer',
+      expiresIn,
+      ...(scope === undefined ? {} : { scope }),
+    };
+  };
+  return { state, mint };
+}
+
+function setup(options: { config?: TokenServiceConfig; expiresIn?: number } = {}) {
+  const clock = new TestClock({ virtualSleep: true });
+  const store = new MemoryTokenStore();
+  const sealer = new AesGcmSealer();
+  const credentials = new StaticCredentials(CREDS);
+  const provider = fakeProvider(options.expiresIn);
+  const logger = { info: vi.fn(), warn: vi.fn(), error: vi.fn() };
+  const instance = (id: string) =>
+    new TokenService(
+      {
+        store,
+        sealer,
+        credentials,
+        mint: provider.mint,
+        clock,
+        random: () => 0.5,
+        logger,
+        instanceId: id,
+      },
+      options.config,
+    );
+  return {
+    clock,
+    store,
+    sealer,
+    credentials,
+    provider,
+    logger,
+    instance,
+    a: instance('a'),
+    b: instance('b'),
+  };
+}
+
+describe('TokenService', () => {
+  let t: ReturnType<typeof setup>;
+  beforeEach(() => {
+    t = setup();
+  });
+
+  it('mints on a miss and records issued_at, expires_at from expires_in and the secret version', async () => {
+    const before = Math.floor(t.clock.now() / 1000);
+
+    const { token, outcome } = await t.a.getToken('ba_1', 300);
+
+    expect(outcome).toEqual({ tier: 'provider', refreshed: false, waited: false, degraded: false });
+    expect(token.issuedAt).toBe(before);
+    expect(token.expiresAt).toBe(before + 7200);
+    expect(token.credentialsVersion).toBe('v1');
+    expect(t.store.items.get('TOKEN#ba_1')?.token?.expiresAt).toBe(before + 7200);
+  });
+
+  it('serves from L1, then from L2 in another instance, without minting again', async () => {
+    await t.a.getToken('ba_1', 300);
+
+    const l1 = await t.a.getToken('ba_1', 300);
+    const l2 = await t.b.getToken('ba_1', 300);
+
+    expect(l1.outcome.tier).toBe('l1');
+    expect(l2.outcome.tier).toBe('l2');
+    expect(l2.token.accessToken).toBe('tok-1');
+    expect(t.provider.state.mints).toBe(1);
+  });
+
+  it('holds an L1 entry at most 60 s, so an invalidation spreads within a minute', async () => {
+    await t.a.getToken('ba_1', 300);
+    t.store.items.clear();
+
+    const within = await t.a.getToken('ba_1', 300);
+    t.clock.advance(60);
+    const after = await t.a.getToken('ba_1', 300);
+
+    expect(within.outcome.tier).toBe('l1');
+    expect(after.outcome.tier).toBe('provider');
+    expect(after.token.accessToken).toBe('tok-2');
+  });
+
+  it('never serves from L1 past expires_at - min_ttl', async () => {
+    const t2 = setup({ config: { refreshAheadSeconds: 60, l1MaxAgeSeconds: 10_000 } });
+    await t2.a.getToken('ba_1', 300);
+    t2.clock.advance(7200 - 1000);
+
+    const tooShort = await t2.a.getToken('ba_1', 1200);
+
+    expect(tooShort.token.accessToken).toBe('tok-2');
+    expect(tooShort.token.expiresAt - Math.floor(t2.clock.now() / 1000)).toBeGreaterThan(1200);
+  });
+
+  it('inside the refresh-ahead window, one caller refreshes while others get the current token', async () => {
+    await t.a.getToken('ba_1', 300);
+    t.clock.advance(7200 - 800);
+    // b holds the lease (as if refreshing right now)
+    await t.store.tryAcquireLease('TOKEN#ba_1', 'b', t.clock.now(), t.clock.now() + 10_000);
+
+    const other = await t.a.getToken('ba_1', 300);
+
+    expect(other.token.accessToken).toBe('tok-1');
+    expect(t.provider.state.mints).toBe(1);
+  });
+
+  it('the caller that wins the lease in the window refreshes and returns the new token', async () => {
+    await t.a.getToken('ba_1', 300);
+    t.clock.advance(7200 - 800);
+
+    const refreshed = await t.b.getToken('ba_1', 300);
+
+    expect(refreshed.token.accessToken).toBe('tok-2');
+    expect(refreshed.outcome).toMatchObject({ tier: 'provider', refreshed: true });
+  });
+
+  it('keeps serving the current token when a refresh-ahead fails, and backs off', async () => {
+    await t.a.getToken('ba_1', 300);
+    t.clock.advance(7200 - 800);
+    t.provider.state.fail = new UpstreamUnavailableError('down');
+
+    const first = await t.b.getToken('ba_1', 300);
+    const second = await t.instance('c').getToken('ba_1', 300);
+
+    expect(first.token.accessToken).toBe('tok-1');
+    expect(second.token.accessToken).toBe('tok-1');
+    expect(t.provider.state.mints).toBe(2);
+  });
+
+  it('shares one mint among concurrent callers of one instance', async () => {
+    const results = await Promise.all(Array.from({ length: 20 }, () => t.a.getToken('ba_1', 300)));
+
+    expect(new Set(results.map((r) => r.token.accessToken))).toEqual(new Set(['tok-1']));
+    expect(t.provider.state.mints).toBe(1);
+  });
+
+  it('re-mints a token of an older secret version once the new version is seen', async () => {
+    await t.a.getToken('ba_1', 300);
+    t.credentials.set({ ...CREDS, version: 'v2' });
+
+    const fromL1 = await t.a.getToken('ba_1', 300);
+    const fromL2 = await t.b.getToken('ba_1', 300);
+
+    expect(fromL1.token.accessToken).toBe('tok-2');
+    expect(fromL1.token.credentialsVersion).toBe('v2');
+    expect(fromL2.token.accessToken).toBe('tok-2');
+  });
+
+  it('caps min_ttl at half the lifetime when the provider issues shorter-lived tokens', async () => {
+    const short = setup({ expiresIn: 600 });
+
+    const first = await short.a.getToken('ba_1', 3600);
+    const second = await short.b.getToken('ba_1', 3600);
+
+    expect(first.token.expiresAt - first.token.issuedAt).toBe(600);
+    expect(second.token.accessToken).toBe('tok-1');
+    expect(short.provider.state.mints).toBe(1);
+  });
+
+  it('serves degraded when the store is down: mints itself, then serves from L1', async () => {
+    t.store.down = true;
+
+    const first = await t.a.getToken('ba_1', 300);
+    t.a.forget();
+    const fresh = await t.a.getToken('ba_1', 300);
+    t.clock.advance(30);
+    const second = await t.a.getToken('ba_1', 300);
+
+    expect(first.outcome).toMatchObject({ tier: 'provider', degraded: true });
+    expect(fresh.outcome).toMatchObject({ tier: 'provider', degraded: true });
+    expect(second.outcome.tier).toBe('l1');
+    expect(second.token.accessToken).toBe('tok-2');
+    expect(t.logger.warn).toHaveBeenCalledWith(
+      'token store unavailable; serving degraded',
+      expect.objectContaining({ operation: 'read' }),
+    );
+  });
+
+  it('treats an item it cannot unseal as a miss and logs it', async () => {
+    await t.a.getToken('ba_1', 300);
+    const stranger = setup();
+    stranger.store.items.set('TOKEN#ba_1', t.store.items.get('TOKEN#ba_1')!);
+
+    const result = await stranger.a.getToken('ba_1', 300);
+
+    expect(result.outcome.tier).toBe('provider');
+    expect(stranger.logger.warn).toHaveBeenCalledWith(
+      'cached token could not be unsealed; re-minting',
+      expect.objectContaining({ key: 'TOKEN#ba_1' }),
+    );
+  });
+
+  it('waits for another instance holding the lease and takes the token it stores', async () => {
+    // Prepare: b holds the lease; a asks and starts waiting
+    await t.store.tryAcquireLease('TOKEN#ba_1', 'b', t.clock.now(), t.clock.now() + 10_000);
+    const waiting = t.a.getToken('ba_1', 300);
+    await new Promise((resolve) => setImmediate(resolve));
+
+    // Act: b stores its token
+    const now = Math.floor(t.clock.now() / 1000);
+    const sealed = await t.sealer.seal('tok-from-b', 'TOKEN#ba_1');
+    const meta = {
+      tokenType: 'Bearer',
+      scope: 'ba_1',
+      issuedAt: now,
+      expiresAt: now + 7200,
+      credentialsVersion: 'v1',
+    } as const;
+    await t.store.putToken('TOKEN#ba_1', { ...meta, sealed }, 'b');
+    const result = await waiting;
+
+    // Assess
+    expect(result.token.accessToken).toBe('tok-from-b');
+    expect(result.outcome).toMatchObject({ tier: 'l2', waited: true });
+    expect(t.provider.state.mints).toBe(0);
+  });
+});
