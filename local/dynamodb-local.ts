@@ -71,12 +71,16 @@ function checkJava(): Promise<void> {
   });
 }
 
-export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Promise<DynamoDbLocal> {
+export async function startDynamoDbLocal(
+  options: DynamoDbLocalOptions = {},
+): Promise<DynamoDbLocal> {
   const host = options.host ?? '127.0.0.1';
   const dir = emulatorDir();
   const jar = join(dir, 'DynamoDBLocal.jar');
   if (!existsSync(jar)) {
-    throw new Error(`DynamoDB Local jar not found at ${jar} (is amplify-dynamodb-simulator installed?)`);
+    throw new Error(
+      `DynamoDB Local jar not found at ${jar} (is amplify-dynamodb-simulator installed?)`,
+    );
   }
   await checkJava();
 
@@ -183,7 +187,10 @@ async function launch(dir: string, host: string, port: number): Promise<DynamoDb
         await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
       }
     }
-    return { kind: 'error', error: new Error(`DynamoDB Local did not answer within ${READY_TIMEOUT_MS} ms`) };
+    return {
+      kind: 'error',
+      error: new Error(`DynamoDB Local did not answer within ${READY_TIMEOUT_MS} ms`),
+    };
   })();
 
   const outcome = await Promise.race([ready, early]);
@@ -202,7 +209,9 @@ async function launch(dir: string, host: string, port: number): Promise<DynamoDb
   }
   const tail = stderr.trim();
   if (/BindException|Address already in use|Failed to bind/i.test(tail)) {
-    throw new PortInUseError(`DynamoDB Local could not listen on port ${port}: it is already in use`);
+    throw new PortInUseError(
+      `DynamoDB Local could not listen on port ${port}: it is already in use`,
+    );
   }
   const how = outcome.kind === 'exit' ? `exited with code ${outcome.code}` : 'failed';
   throw new Error(`DynamoDB Local ${how} before it was ready${tail ? `: ${tail}` : ''}`);

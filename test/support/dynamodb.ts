@@ -37,7 +37,10 @@ export async function createTestTable(
       BillingMode: 'PAY_PER_REQUEST',
     }),
   );
-  await waitUntilTableExists({ client, maxWaitTime: 30, minDelay: 1, maxDelay: 2 }, { TableName: name });
+  await waitUntilTableExists(
+    { client, maxWaitTime: 30, minDelay: 1, maxDelay: 2 },
+    { TableName: name },
+  );
   if (options.ttl) {
     await client.send(
       new UpdateTimeToLiveCommand({

@@ -12,6 +12,8 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // Quiet the AWS SDK's Node 22 notice in this (main) process too.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const existing = process.env.DYNAMODB_ENDPOINT;
   let local: DynamoDbLocal | undefined;
   if (existing) {

@@ -1,0 +1,117 @@
+import { DecryptCommand, EncryptCommand, KMSClient } from '@aws-sdk/client-kms';
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import type { Context } from 'aws-lambda';
+import { mockClient } from 'aws-sdk-client-mock';
+import {
+  afterAll,
+  afterEach,
+  beforeAll,
+  beforeEach,
+  describe,
+  expect,
+  inject,
+  it,
+  vi,
+} from 'vitest';
+import { AesGcmSealer } from '../../functions/adapters/sealers.js';
+import {
+  DEMO_PROVIDER_CREDENTIALS,
+  type ProviderSimulator,
+  startProviderSimulator,
+} from '../../local/provider-simulator.js';
+import { createTestTable, dynamoClient } from '../support/dynamodb.js';
+import { CALLER_ARN, urlEvent } from '../support/vend-harness.js';
+
+// The real Lambda entry point, wired from the environment: DynamoDB Local for
+// the table, the simulator as provider, mocks only for Secrets Manager and KMS.
+const sm = mockClient(SecretsManagerClient);
+const kms = mockClient(KMSClient);
+const kmsKey = new AesGcmSealer();
+let sim: ProviderSimulator;
+let table: string;
+const saved = { ...process.env };
+
+const policy = JSON.stringify({
+  scopes: ['ba_demo_1'],
+  grants: [{ principal: 'arn:aws:iam::111122223333:role/checkout', scopes: ['ba_demo_1'] }],
+});
+
+beforeAll(async () => {
+  sim = await startProviderSimulator();
+  const client = dynamoClient();
+  table = await createTestTable(client);
+  client.destroy();
+});
+afterAll(async () => sim.close());
+
+beforeEach(() => {
+  vi.resetModules();
+  sm.reset();
+  kms.reset();
+  sm.on(GetSecretValueCommand).resolves({
+    SecretString: JSON.stringify(DEMO_PROVIDER_CREDENTIALS),
+    VersionId: 'version-1',
+  });
+  kms.on(EncryptCommand).callsFake(async (input) => ({
+    CiphertextBlob: await kmsKey.seal(
+      Buffer.from(input.Plaintext).toString('utf8'),
+      input.EncryptionContext.pk,
+    ),
+  }));
+  kms.on(DecryptCommand).callsFake(async (input) => ({
+    Plaintext: Buffer.from(await kmsKey.unseal(input.CiphertextBlob, input.EncryptionContext.pk)),
+  }));
+  Object.assign(process.env, {
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+    POWERTOOLS_LOG_LEVEL: 'SILENT',
+    POWERTOOLS_METRICS_DISABLED: 'true',
+    TABLE_NAME: table,
+    CREDENTIALS_SECRET_ARN: 'arn:aws:secretsmanager:us-east-1:111122223333:secret:provider',
+    KMS_KEY_ID: 'alias/token-vending',
+    PROVIDER_BASE_URL: sim.url,
+    ACCESS_POLICY: policy,
+  });
+});
+afterEach(() => {
+  process.env = { ...saved };
+});
+
+const context = { functionName: 'vend-token', awsRequestId: 'r1' } as unknown as Context;
+
+describe('vend-token Lambda handler', () => {
+  it('serves a token, sealing it with KMS under the item key as encryption context', async () => {
+    const { handler } = await import('../../functions/vend-token/handler.js');
+
+    const result = await handler(urlEvent({ query: 'scope=ba_demo_1', arn: CALLER_ARN }), context);
+
+    expect(typeof result === 'object' && result.statusCode).toBe(200);
+    expect(kms.commandCalls(EncryptCommand)[0]?.args[0].input).toMatchObject({
+      KeyId: 'alias/token-vending',
+      EncryptionContext: { pk: 'TOKEN#ba_demo_1' },
+    });
+    expect(sm.commandCalls(GetSecretValueCommand)).toHaveLength(1);
+  });
+
+  it('refuses to start with an access policy naming an unlisted scope', async () => {
+    process.env.ACCESS_POLICY = JSON.stringify({
+      scopes: ['ba_demo_1'],
+      grants: [{ principal: 'arn:aws:iam::111122223333:role/checkout', scopes: ['ba_other'] }],
+    });
+
+    await expect(import('../../functions/vend-token/handler.js')).rejects.toThrow(
+      /ACCESS_POLICY is invalid: grants\.0\.scopes: "ba_other" is not listed in scopes/,
+    );
+  });
+
+  it('names every missing variable at start', async () => {
+    delete process.env.TABLE_NAME;
+    delete process.env.KMS_KEY_ID;
+
+    await expect(import('../../functions/vend-token/handler.js')).rejects.toThrow(
+      /KMS_KEY_ID is required.*TABLE_NAME is required/,
+    );
+  });
+});

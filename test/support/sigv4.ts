@@ -1,0 +1,89 @@
+/** Signs requests for the local Function URL with the AWS SDK's own SigV4 signer. */
+import { Sha256 } from '@aws-crypto/sha256-js';
+import { SignatureV4 } from '@smithy/signature-v4';
+import type { LocalIdentity } from '../../local/function-url.js';
+
+export type Query = Record<string, string | string[]>;
+
+export interface SignOptions {
+  identity: LocalIdentity;
+  /** Overrides the identity's secret (to sign with a wrong one). */
+  secretAccessKey?: string;
+  sessionToken?: string;
+  region?: string;
+  service?: string;
+  method?: string;
+  hostname?: string;
+  port?: number;
+  path?: string;
+  query?: Query;
+  headers?: Record<string, string>;
+  body?: string | Uint8Array;
+  signingDate?: Date;
+  unsignableHeaders?: Set<string>;
+}
+
+export interface SignedRequest {
+  method: string;
+  path: string;
+  /** Lower-case header names, including host and the Authorization header. */
+  headers: Record<string, string>;
+  body: Uint8Array;
+}
+
+/** RFC 3986 encoding, the way the SDK puts query parameters on the wire. */
+export const rfc3986 = (value: string): string =>
+  encodeURIComponent(value).replace(
+    /[!'()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+
+/** Query string as the SDK sends it: keys sorted, values RFC 3986 encoded. */
+export function wireQuery(query: Query): string {
+  return Object.keys(query)
+    .sort()
+    .flatMap((key) => {
+      const value = query[key] ?? '';
+      const values = Array.isArray(value) ? value : [value];
+      return values.map((v) => `${rfc3986(key)}=${rfc3986(v)}`);
+    })
+    .join('&');
+}
+
+export async function signRequest(options: SignOptions): Promise<SignedRequest> {
+  const hostname = options.hostname ?? '127.0.0.1';
+  const host = options.port ? `${hostname}:${options.port}` : hostname;
+  const body =
+    typeof options.body === 'string'
+      ? new TextEncoder().encode(options.body)
+      : (options.body ?? new Uint8Array());
+  const signer = new SignatureV4({
+    service: options.service ?? 'lambda',
+    region: options.region ?? 'us-east-1',
+    credentials: {
+      accessKeyId: options.identity.accessKeyId,
+      secretAccessKey: options.secretAccessKey ?? options.identity.secretAccessKey,
+      ...(options.sessionToken ? { sessionToken: options.sessionToken } : {}),
+    },
+    sha256: Sha256,
+  });
+  const signed = await signer.sign(
+    {
+      method: options.method ?? 'GET',
+      protocol: 'http:',
+      hostname,
+      ...(options.port ? { port: options.port } : {}),
+      path: options.path ?? '/token',
+      query: options.query ?? {},
+      headers: { host, ...(options.headers ?? {}) },
+      ...(body.length > 0 ? { body } : {}),
+    },
+    {
+      ...(options.signingDate ? { signingDate: options.signingDate } : {}),
+      ...(options.unsignableHeaders ? { unsignableHeaders: options.unsignableHeaders } : {}),
+    },
+  );
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(signed.headers)) headers[name.toLowerCase()] = value;
+  return { method: signed.method, path: signed.path, headers, body };
+}
