@@ -7,6 +7,7 @@ export default defineConfig({
     // Child processes: each test file gets its own Node process, so servers,
     // timers and env changes in one file never leak into another.
     pool: 'forks',
+    reporters: ['default', './test/support/summary-reporter.ts'],
     testTimeout: 20_000,
     hookTimeout: 60_000,
     // The AWS SDK warns on every Node 20 process that it will need Node 22 from 2027.
