@@ -138,15 +138,7 @@ export class TokenService {
   async refresh(scope: string | undefined): Promise<VendResult> {
     const key = tokenKey(scope);
     const credentials = await this.#deps.credentials.get();
-    const nowMs = this.#deps.clock.now();
-    if (
-      !(await this.#deps.store.tryAcquireLease(
-        key,
-        this.#deps.instanceId,
-        nowMs,
-        nowMs + this.#leaseMs,
-      ))
-    ) {
+    if (!(await this.#tryLease(key, this.#deps.clock.now()))) {
       throw new UpstreamUnavailableError('Another refresh of this scope is in progress.', 1);
     }
     return this.#mintUnderLease(key, scope, credentials, undefined, 0);
@@ -158,18 +150,30 @@ export class TokenService {
     else this.#l1.delete(tokenKey(scope));
   }
 
+  /** Any StoreUnavailableError on the shared path turns into degraded service. */
   async #fromStore(
     key: string,
     scope: string | undefined,
     minTtl: number,
     credentials: ProviderCredentials,
   ): Promise<VendResult> {
-    let item: StoredItem | undefined;
     try {
-      item = await this.#deps.store.get(key);
+      return await this.#fromShared(key, scope, minTtl, credentials);
     } catch (error) {
-      return this.#degraded(key, scope, minTtl, credentials, error);
+      if (error instanceof StoreUnavailableError) {
+        return this.#degraded(key, scope, minTtl, credentials, error);
+      }
+      throw error;
     }
+  }
+
+  async #fromShared(
+    key: string,
+    scope: string | undefined,
+    minTtl: number,
+    credentials: ProviderCredentials,
+  ): Promise<VendResult> {
+    const item = await this.#deps.store.get(key);
     const current = await this.#open(item, credentials);
     if (current && this.#fresh(current, minTtl, credentials)) {
       this.#l1.set(key, current, this.#now());
@@ -185,18 +189,8 @@ export class TokenService {
         Math.ceil((this.#failureBackoffMs - (nowMs - item.failedAt)) / 1000),
       );
     }
-    let acquired: boolean;
-    try {
-      acquired = await this.#deps.store.tryAcquireLease(
-        key,
-        this.#deps.instanceId,
-        nowMs,
-        nowMs + this.#leaseMs,
-      );
-    } catch (error) {
-      return this.#degraded(key, scope, minTtl, credentials, error);
-    }
-    if (acquired) return this.#mintUnderLease(key, scope, credentials, servable, minTtl);
+    if (await this.#tryLease(key, nowMs))
+      return this.#mintUnderLease(key, scope, credentials, servable, minTtl);
     // Another caller refreshes: everyone else keeps receiving the current token.
     if (servable) return { token: servable, outcome: outcome('l2') };
     return this.#waitForRefresh(key, scope, minTtl, credentials);
@@ -275,12 +269,7 @@ export class TokenService {
         Math.min(delay + Math.floor(this.#deps.random() * delay), deadline - clock.now()),
       );
       delay = Math.min(delay * 2, this.#pollMaxMs);
-      let item: StoredItem | undefined;
-      try {
-        item = await this.#deps.store.get(key);
-      } catch (error) {
-        return this.#degraded(key, scope, minTtl, credentials, error);
-      }
+      const item = await this.#deps.store.get(key);
       const current = await this.#open(item, credentials);
       if (current && this.#servable(current, minTtl)) {
         this.#l1.set(key, current, this.#now());
@@ -295,18 +284,7 @@ export class TokenService {
       }
       if (item?.leaseUntil === undefined || item.leaseUntil < nowMs) {
         // The holder died or gave up: take over.
-        let acquired = false;
-        try {
-          acquired = await this.#deps.store.tryAcquireLease(
-            key,
-            this.#deps.instanceId,
-            nowMs,
-            nowMs + this.#leaseMs,
-          );
-        } catch (error) {
-          return this.#degraded(key, scope, minTtl, credentials, error);
-        }
-        if (acquired) {
+        if (await this.#tryLease(key, nowMs)) {
           this.#deps.count?.('LeaseTakeovers');
           this.#deps.logger.warn('took over an expired lease', { scope: scope ?? 'unscoped' });
           return this.#mintUnderLease(key, scope, credentials, undefined, minTtl, { waited: true });
@@ -316,6 +294,16 @@ export class TokenService {
     throw new UpstreamUnavailableError(
       'Timed out waiting for another instance to refresh the token.',
       2,
+    );
+  }
+
+  /** Takes this instance's lease on `key` if it is free or ran out. */
+  #tryLease(key: string, nowMs: number): Promise<boolean> {
+    return this.#deps.store.tryAcquireLease(
+      key,
+      this.#deps.instanceId,
+      nowMs,
+      nowMs + this.#leaseMs,
     );
   }
 

@@ -1,15 +1,11 @@
 /** DynamoDB helpers for tests that run against DynamoDB Local (see global-setup.ts). */
 import { randomUUID } from 'node:crypto';
-import {
-  CreateTableCommand,
-  DynamoDBClient,
-  UpdateTimeToLiveCommand,
-  waitUntilTableExists,
-} from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
+import { ensureTable, LOCAL_AWS_CREDENTIALS } from '../../local/table.js';
 
 export const TEST_REGION = 'us-east-1';
-export const TEST_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' } as const;
+export const TEST_CREDENTIALS = LOCAL_AWS_CREDENTIALS;
 
 export function dynamoClient(endpoint: string = inject('dynamodbEndpoint')): DynamoDBClient {
   return new DynamoDBClient({
@@ -29,25 +25,6 @@ export async function createTestTable(
   options: { ttl?: boolean } = {},
 ): Promise<string> {
   const name = `test-${randomUUID()}`;
-  await client.send(
-    new CreateTableCommand({
-      TableName: name,
-      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      BillingMode: 'PAY_PER_REQUEST',
-    }),
-  );
-  await waitUntilTableExists(
-    { client, maxWaitTime: 30, minDelay: 1, maxDelay: 2 },
-    { TableName: name },
-  );
-  if (options.ttl) {
-    await client.send(
-      new UpdateTimeToLiveCommand({
-        TableName: name,
-        TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: true },
-      }),
-    );
-  }
+  await ensureTable(client, name, { ttl: options.ttl === true });
   return name;
 }
