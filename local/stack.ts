@@ -40,6 +40,8 @@ export interface StackInfo {
   readonly dynamodbEndpoint: string;
   readonly tableName: string;
   readonly unscopedScopeMode: string;
+  /** The policy's configured scopes. */
+  readonly scopes: readonly string[];
   readonly identity: LocalIdentity;
 }
 
@@ -95,6 +97,12 @@ export async function startLocalStack(
   const externalProvider = env.PROVIDER_BASE_URL;
   if (externalProvider && (!env.PROVIDER_KEY || !env.PROVIDER_SECRET)) {
     reader.problem('PROVIDER_KEY and PROVIDER_SECRET are required when PROVIDER_BASE_URL is set');
+  }
+  if (externalProvider && !env.ACCESS_POLICY) {
+    // The default policy lists the simulator's scopes, which a real provider does not know.
+    reader.problem(
+      'ACCESS_POLICY is required when PROVIDER_BASE_URL is set (its scopes are sent upstream)',
+    );
   }
   const settings = readVendSettings(
     new EnvReader({
@@ -163,6 +171,7 @@ export async function startLocalStack(
       dynamodbEndpoint,
       tableName: settings.tableName,
       unscopedScopeMode: settings.unscopedScopeMode,
+      scopes: [...settings.policy.scopes],
       identity: identities[0] as LocalIdentity,
     };
     const stackFile = options.stackFile === undefined ? DEFAULT_STACK_FILE : options.stackFile;
@@ -180,7 +189,12 @@ export async function startLocalStack(
 }
 
 /** A curl command that works against the stack (parameters sorted and percent-encoded, as curl 7.88 signs them as typed). */
-export function curlCommand(info: StackInfo, query = 'min_ttl=300&scope=ba_demo_1'): string {
+export function curlCommand(
+  info: StackInfo,
+  query = info.scopes[0] === undefined
+    ? 'min_ttl=300'
+    : `min_ttl=300&scope=${encodeURIComponent(info.scopes[0])}`,
+): string {
   const { identity } = info;
   return `curl -s --aws-sigv4 "aws:amz:${info.region}:lambda" --user "${identity.accessKeyId}:${identity.secretAccessKey}" "${info.functionUrl}/token?${query}"`;
 }

@@ -48,6 +48,9 @@ class VersionedSecretsProvider extends SecretsProvider {
   }
 }
 
+/** After a failed re-read, the cached value is used this long before trying again. */
+const FAILED_READ_BACKOFF_MS = 30_000;
+
 export class CredentialsSecretError extends Error {
   override name = 'CredentialsSecretError';
 }
@@ -55,21 +58,26 @@ export class CredentialsSecretError extends Error {
 /**
  * The provider key and secret from Secrets Manager through Powertools
  * Parameters: cached 5 minutes, re-read on demand (after a 401). When a
- * re-read fails, the last good value keeps being used and the failure logged.
+ * re-read fails, the last good value keeps being used and the failure logged,
+ * and no new read is tried for 30 s, so an outage does not slow every vend.
  */
 export class SecretsManagerCredentials implements CredentialsSource {
   readonly #provider: VersionedSecretsProvider;
   readonly #secretId: string;
   readonly #maxAgeSeconds: number;
   readonly #logger: CoreLogger;
+  readonly #now: () => number;
   #last: ProviderCredentials | undefined;
+  #noReadBeforeMs = 0;
 
   constructor(options: {
     client: SecretsManagerClient;
     secretId: string;
     logger: CoreLogger;
     maxAgeSeconds?: number;
+    now?: () => number;
   }) {
+    this.#now = options.now ?? (() => Date.now());
     this.#provider = new VersionedSecretsProvider(options.client);
     this.#secretId = options.secretId;
     this.#logger = options.logger;
@@ -77,6 +85,7 @@ export class SecretsManagerCredentials implements CredentialsSource {
   }
 
   async get(options: { forceRefresh?: boolean } = {}): Promise<ProviderCredentials> {
+    if (this.#last && this.#now() < this.#noReadBeforeMs) return this.#last;
     let raw: string | undefined;
     try {
       raw = (await this.#provider.get(this.#secretId, {
@@ -93,6 +102,7 @@ export class SecretsManagerCredentials implements CredentialsSource {
         cause:
           error instanceof Error && error.cause instanceof Error ? error.cause.name : undefined,
       });
+      this.#noReadBeforeMs = this.#now() + FAILED_READ_BACKOFF_MS;
       return this.#last;
     }
     if (raw === undefined)

@@ -8,12 +8,22 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { StoreUnavailableError } from '../core/errors.js';
-import type { StoredItem, TokenStore } from '../core/ports.js';
+import type { RefreshFailure, StoredItem, TokenStore } from '../core/ports.js';
 
 type Item = Record<string, AttributeValue>;
 
 /** A lease-only item (no token yet) is kept at most a day. */
 const LEASE_ONLY_TTL_SECONDS = 86_400;
+
+/**
+ * The TTL written with a lease: the live token's own `expires_at - 60`, else a
+ * day ahead, so DynamoDB never sweeps an item (holding a past TTL) mid-refresh.
+ */
+function leaseTtl(nowMs: number, seenExpiresAt: number | null | undefined): number {
+  const now = Math.floor(nowMs / 1000);
+  if (typeof seenExpiresAt === 'number' && seenExpiresAt - 60 > now) return seenExpiresAt - 60;
+  return now + LEASE_ONLY_TTL_SECONDS;
+}
 
 const num = (value: number): AttributeValue => ({ N: String(value) });
 const readNum = (a: AttributeValue | undefined): number | undefined =>
@@ -31,6 +41,7 @@ export function fromItem(item: Item): StoredItem {
   const leaseOwner = item.lease_owner?.S;
   const leaseUntil = readNum(item.lease_until);
   const failedAt = readNum(item.failed_at);
+  const failedCode = item.failed_code?.S;
   const hasToken =
     sealed !== undefined &&
     issuedAt !== undefined &&
@@ -55,6 +66,7 @@ export function fromItem(item: Item): StoredItem {
     ...(leaseOwner === undefined ? {} : { leaseOwner }),
     ...(leaseUntil === undefined ? {} : { leaseUntil }),
     ...(failedAt === undefined ? {} : { failedAt }),
+    ...(failedCode === undefined ? {} : { failedCode }),
   };
 }
 
@@ -90,22 +102,29 @@ export class DynamoDbTokenStore implements TokenStore {
     owner: string,
     nowMs: number,
     untilMs: number,
+    seenExpiresAt?: number | null,
   ): Promise<boolean> {
+    const values: Item = {
+      ':owner': { S: owner },
+      ':until': num(untilMs),
+      ':now': num(nowMs),
+      ':ttl': num(leaseTtl(nowMs, seenExpiresAt)),
+    };
+    let condition = '(attribute_not_exists(lease_until) OR lease_until < :now)';
+    if (seenExpiresAt === null) condition += ' AND attribute_not_exists(expires_at)';
+    else if (seenExpiresAt !== undefined) {
+      condition += ' AND expires_at = :seen';
+      values[':seen'] = num(seenExpiresAt);
+    }
     return this.#conditional('UpdateItem', () =>
       this.#client.send(
         new UpdateItemCommand({
           TableName: this.#table,
           Key: { pk: { S: pk } },
-          UpdateExpression:
-            'SET lease_owner = :owner, lease_until = :until, #ttl = if_not_exists(#ttl, :ttl)',
-          ConditionExpression: 'attribute_not_exists(lease_until) OR lease_until < :now',
+          UpdateExpression: 'SET lease_owner = :owner, lease_until = :until, #ttl = :ttl',
+          ConditionExpression: condition,
           ExpressionAttributeNames: { '#ttl': 'ttl' },
-          ExpressionAttributeValues: {
-            ':owner': { S: owner },
-            ':until': num(untilMs),
-            ':now': num(nowMs),
-            ':ttl': num(Math.floor(nowMs / 1000) + LEASE_ONLY_TTL_SECONDS),
-          },
+          ExpressionAttributeValues: values,
         }),
       ),
     );
@@ -133,7 +152,7 @@ export class DynamoDbTokenStore implements TokenStore {
       '#ttl = :ttl',
       'credentials_version = :version',
     ];
-    const remove = ['lease_owner', 'lease_until', 'failed_at'];
+    const remove = ['lease_owner', 'lease_until', 'failed_at', 'failed_code'];
     if (token.scope === undefined) remove.push('#scope');
     else {
       set.push('#scope = :scope');
@@ -158,15 +177,20 @@ export class DynamoDbTokenStore implements TokenStore {
     );
   }
 
-  async releaseLease(pk: string, owner: string, failedAtMs: number): Promise<void> {
+  async releaseLease(pk: string, owner: string, failure?: RefreshFailure): Promise<void> {
     await this.#conditional('UpdateItem', () =>
       this.#client.send(
         new UpdateItemCommand({
           TableName: this.#table,
           Key: { pk: { S: pk } },
-          UpdateExpression: 'SET failed_at = :failed REMOVE lease_owner, lease_until',
+          UpdateExpression: failure
+            ? 'SET failed_at = :failed, failed_code = :code REMOVE lease_owner, lease_until'
+            : 'REMOVE lease_owner, lease_until',
           ConditionExpression: 'lease_owner = :owner',
-          ExpressionAttributeValues: { ':owner': { S: owner }, ':failed': num(failedAtMs) },
+          ExpressionAttributeValues: {
+            ':owner': { S: owner },
+            ...(failure ? { ':failed': num(failure.atMs), ':code': { S: failure.code } } : {}),
+          },
         }),
       ),
     );

@@ -45,21 +45,40 @@ export interface StoredItem {
   readonly leaseUntil?: number;
   /** Epoch milliseconds of the last failed refresh, so waiters stop waiting. */
   readonly failedAt?: number;
+  /** The SPEC error code of that failure, so callers in the back-off get the same answer. */
+  readonly failedCode?: string;
+}
+
+/** A failed refresh, recorded when the lease is given up. */
+export interface RefreshFailure {
+  readonly atMs: number;
+  readonly code: string;
 }
 
 /** The shared (L2) token cache and its leases. Any method may throw a StoreUnavailableError. */
 export interface TokenStore {
   /** Strongly consistent read of one item. */
   get(pk: string): Promise<StoredItem | undefined>;
-  /** Takes the lease when it is absent or ran out before `nowMs`; false when another holds it. */
-  tryAcquireLease(pk: string, owner: string, nowMs: number, untilMs: number): Promise<boolean>;
+  /**
+   * Takes the lease when it is absent or ran out before `nowMs`, and, when
+   * `seenExpiresAt` is given, only while the stored token is still the one the
+   * caller saw (`null`: no token), so nobody re-mints a token another caller
+   * just stored. False when the lease is held or the token changed.
+   */
+  tryAcquireLease(
+    pk: string,
+    owner: string,
+    nowMs: number,
+    untilMs: number,
+    seenExpiresAt?: number | null,
+  ): Promise<boolean>;
   /**
    * Stores a freshly minted token and clears the lease if `owner` still holds it.
    * Returns false (and writes nothing) when another owner took the lease over.
    */
   putToken(pk: string, token: StoredItem['token'] & object, owner: string): Promise<boolean>;
-  /** Gives the lease up without a new token, marking the failure time. */
-  releaseLease(pk: string, owner: string, failedAtMs: number): Promise<void>;
+  /** Gives the lease up without a new token, recording the failure when there was one. */
+  releaseLease(pk: string, owner: string, failure?: RefreshFailure): Promise<void>;
   /** Removes an item (operator invalidation). */
   delete(pk: string): Promise<void>;
   /** Every token item (operator status). */

@@ -128,9 +128,8 @@ export async function parseTokenResponse(
   if (!result.success) {
     const issue = result.issues[0];
     const field = issue ? v.getDotPath(issue) : undefined;
-    throw new UpstreamError(
-      `Malformed token response${field ? ` (${field})` : ''}: ${issue?.message}.`,
-    );
+    // Only the field path: valibot's message could quote what the provider sent.
+    throw new UpstreamError(`Malformed token response${field ? ` (${field})` : ''}.`);
   }
   const body = result.output;
   const echoed = body.scope === '' ? undefined : body.scope;

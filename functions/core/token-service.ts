@@ -1,20 +1,48 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { type Clock, epochSeconds } from './clock.js';
 import {
+  InternalError,
   StoreUnavailableError,
   UpstreamCredentialsRejectedError,
+  UpstreamError,
   UpstreamUnavailableError,
+  VendError,
 } from './errors.js';
 import { MemoryTokenCache, SingleFlight } from './memory-cache.js';
 import type {
   CredentialsSource,
   ProviderCredentials,
+  RefreshFailure,
   Sealer,
   StoredItem,
   Token,
   TokenStore,
 } from './ports.js';
 import type { TokenGrant } from './provider-client.js';
+
+/** A forced secret re-read on a version mismatch happens at most this often. */
+const VERSION_RECHECK_MS = 30_000;
+/** See #servable: how close to its full lifetime a short-lived token must be. */
+const SHORT_LIFETIME_MARGIN_SECONDS = 60;
+
+/** The error for callers arriving while a recent failed refresh backs off. */
+function recentFailure(code: string | undefined, retryAfter: number): VendError {
+  switch (code) {
+    case 'upstream_credentials_rejected':
+      return new UpstreamCredentialsRejectedError(
+        'The provider rejected our key and secret moments ago.',
+      );
+    case 'upstream_error':
+      return new UpstreamError('The provider answered unexpectedly moments ago.');
+    case 'internal_error':
+      return new InternalError();
+    default:
+      return new UpstreamUnavailableError(
+        'The provider failed moments ago; try again shortly.',
+        retryAfter,
+      );
+  }
+}
 
 /** Item key of a scope's token; `~` cannot start a scope, so the keys never collide. */
 export const tokenKey = (scope: string | undefined): string =>
@@ -109,6 +137,8 @@ export class TokenService {
   readonly #pollInitialMs: number;
   readonly #pollMaxMs: number;
   readonly #failureBackoffMs: number;
+  readonly #degradedFailures = new Map<string, RefreshFailure>();
+  #lastForcedReadMs = Number.NEGATIVE_INFINITY;
 
   constructor(deps: TokenServiceDeps, config: TokenServiceConfig = {}) {
     this.#deps = deps;
@@ -171,9 +201,10 @@ export class TokenService {
     key: string,
     scope: string | undefined,
     minTtl: number,
-    credentials: ProviderCredentials,
+    known: ProviderCredentials,
   ): Promise<VendResult> {
     const item = await this.#deps.store.get(key);
+    const credentials = await this.#recheckVersion(item, known);
     const current = await this.#open(item, credentials);
     if (current && this.#fresh(current, minTtl, credentials)) {
       this.#l1.set(key, current, this.#now());
@@ -182,15 +213,16 @@ export class TokenService {
     const servable = current && this.#servable(current, minTtl) ? current : undefined;
     const nowMs = this.#deps.clock.now();
     if (item?.failedAt !== undefined && nowMs - item.failedAt < this.#failureBackoffMs) {
-      // A refresh failed moments ago: keep serving what we have, or fail fast.
+      // A refresh failed moments ago: keep serving what we have, or fail fast alike.
       if (servable) return { token: servable, outcome: outcome('l2') };
-      throw new UpstreamUnavailableError(
-        'The provider failed moments ago; try again shortly.',
+      throw recentFailure(
+        item.failedCode,
         Math.ceil((this.#failureBackoffMs - (nowMs - item.failedAt)) / 1000),
       );
     }
-    if (await this.#tryLease(key, nowMs))
+    if (await this.#tryLease(key, nowMs, item?.token?.expiresAt ?? null)) {
       return this.#mintUnderLease(key, scope, credentials, servable, minTtl);
+    }
     // Another caller refreshes: everyone else keeps receiving the current token.
     if (servable) return { token: servable, outcome: outcome('l2') };
     return this.#waitForRefresh(key, scope, minTtl, credentials);
@@ -214,11 +246,10 @@ export class TokenService {
         this.#deps.clock.now() + this.#leaseMs - 500,
       );
     } catch (error) {
-      try {
-        await this.#deps.store.releaseLease(key, owner, this.#deps.clock.now());
-      } catch (releaseError) {
-        this.#storeFailed('release lease', releaseError);
-      }
+      await this.#release(key, {
+        atMs: this.#deps.clock.now(),
+        code: error instanceof VendError ? error.code : 'internal_error',
+      });
       if (servable && this.#servable(servable, minTtl)) {
         this.#deps.logger.warn('refresh failed; serving the current token', {
           scope: scope ?? 'unscoped',
@@ -239,8 +270,10 @@ export class TokenService {
         });
       }
     } catch (error) {
+      // Sealing or storing failed: serve the token, and free the lease for others.
       this.#storeFailed('store token', error);
       degraded = true;
+      await this.#release(key);
     }
     this.#l1.set(key, token, this.#now());
     return {
@@ -277,14 +310,11 @@ export class TokenService {
       }
       const nowMs = clock.now();
       if (item?.failedAt !== undefined && item.failedAt >= startedMs) {
-        throw new UpstreamUnavailableError(
-          'The refresh of this token failed upstream.',
-          Math.ceil(this.#failureBackoffMs / 1000),
-        );
+        throw recentFailure(item.failedCode, Math.ceil(this.#failureBackoffMs / 1000));
       }
       if (item?.leaseUntil === undefined || item.leaseUntil < nowMs) {
-        // The holder died or gave up: take over.
-        if (await this.#tryLease(key, nowMs)) {
+        // The holder died or gave up: take over (unless a token just appeared).
+        if (await this.#tryLease(key, nowMs, item?.token?.expiresAt ?? null)) {
           this.#deps.count?.('LeaseTakeovers');
           this.#deps.logger.warn('took over an expired lease', { scope: scope ?? 'unscoped' });
           return this.#mintUnderLease(key, scope, credentials, undefined, minTtl, { waited: true });
@@ -297,14 +327,45 @@ export class TokenService {
     );
   }
 
-  /** Takes this instance's lease on `key` if it is free or ran out. */
-  #tryLease(key: string, nowMs: number): Promise<boolean> {
+  /**
+   * Takes this instance's lease on `key` if it is free or ran out and, given
+   * `seenExpiresAt`, only while the stored token is still the one read.
+   */
+  #tryLease(key: string, nowMs: number, seenExpiresAt?: number | null): Promise<boolean> {
     return this.#deps.store.tryAcquireLease(
       key,
       this.#deps.instanceId,
       nowMs,
       nowMs + this.#leaseMs,
+      seenExpiresAt,
     );
+  }
+
+  /** Gives the lease up; a store failure here only delays others until the lease runs out. */
+  async #release(key: string, failure?: RefreshFailure): Promise<void> {
+    try {
+      await this.#deps.store.releaseLease(key, this.#deps.instanceId, failure);
+    } catch (error) {
+      this.#storeFailed('release lease', error);
+    }
+  }
+
+  /**
+   * A stored token minted under another secret version may mean this instance's
+   * cached secret is the old one: re-read it (at most every 30 s) before
+   * judging the token stale, so instances on two versions do not re-mint each
+   * other's tokens.
+   */
+  async #recheckVersion(
+    item: StoredItem | undefined,
+    credentials: ProviderCredentials,
+  ): Promise<ProviderCredentials> {
+    const stored = item?.token?.credentialsVersion;
+    if (stored === undefined || stored === credentials.version) return credentials;
+    const nowMs = this.#deps.clock.now();
+    if (nowMs - this.#lastForcedReadMs < VERSION_RECHECK_MS) return credentials;
+    this.#lastForcedReadMs = nowMs;
+    return this.#deps.credentials.get({ forceRefresh: true });
   }
 
   /** Serves without DynamoDB: from L1 if it has a servable token, else straight from the provider. */
@@ -324,7 +385,24 @@ export class TokenService {
     ) {
       return { token: cached, outcome: outcome('l1', { degraded: true }) };
     }
-    const token = await this.#mint(key, scope, credentials, this.#deps.clock.now() + this.#leaseMs);
+    // Without the shared failure record, back off per instance instead.
+    const nowMs = this.#deps.clock.now();
+    const failed = this.#degradedFailures.get(key);
+    if (failed && nowMs - failed.atMs < this.#failureBackoffMs) {
+      throw recentFailure(
+        failed.code,
+        Math.ceil((this.#failureBackoffMs - (nowMs - failed.atMs)) / 1000),
+      );
+    }
+    let token: Token;
+    try {
+      token = await this.#mint(key, scope, credentials, nowMs + this.#leaseMs);
+    } catch (mintError) {
+      const code = mintError instanceof VendError ? mintError.code : 'internal_error';
+      this.#degradedFailures.set(key, { atMs: this.#deps.clock.now(), code });
+      throw mintError;
+    }
+    this.#degradedFailures.delete(key);
     this.#l1.set(key, token, this.#now());
     return { token, outcome: outcome('provider', { degraded: true }) };
   }
@@ -421,9 +499,14 @@ export class TokenService {
     return token.expiresAt - token.issuedAt;
   }
 
-  /** Has more than min_ttl left (min_ttl capped at half the token's lifetime). */
+  /**
+   * Has more than min_ttl left. When the provider issues tokens that live
+   * hardly longer than min_ttl, a token within a minute of its full lifetime
+   * is the best there is, so min_ttl is capped at lifetime - 60.
+   */
   #servable(token: Token, minTtl: number): boolean {
-    return token.expiresAt - this.#now() > Math.min(minTtl, this.#lifetime(token) / 2);
+    const cap = Math.max(0, this.#lifetime(token) - SHORT_LIFETIME_MARGIN_SECONDS);
+    return token.expiresAt - this.#now() > Math.min(minTtl, cap);
   }
 
   /** Servable, minted with the current secret and outside the refresh-ahead window. */

@@ -21,19 +21,19 @@ const settings = readVendSettings(env);
 const logger = new Logger({ serviceName: 'token-vending' });
 const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'vend-token' });
 const recorder = metricsRecorder(metrics);
-const store = new DynamoDbTokenStore(
-  new DynamoDBClient({
-    maxAttempts: 2,
-    requestHandler: { requestTimeout: 1000, connectionTimeout: 500 },
-  }),
-  settings.tableName,
-);
+// Short timeouts: a hung AWS call must not hold a vend; DynamoDB failures fall
+// back to degraded mode, KMS and Secrets Manager ones to cached values.
+const fast = { maxAttempts: 2, requestHandler: { requestTimeout: 1000, connectionTimeout: 500 } };
+const store = new DynamoDbTokenStore(new DynamoDBClient(fast), settings.tableName);
 
 const { app } = createVendRuntime({
   store,
-  sealer: new KmsSealer(new KMSClient({}), kmsKeyId),
+  sealer: new KmsSealer(new KMSClient(fast), kmsKeyId),
   credentials: new SecretsManagerCredentials({
-    client: new SecretsManagerClient({}),
+    client: new SecretsManagerClient({
+      ...fast,
+      requestHandler: { requestTimeout: 2000, connectionTimeout: 500 },
+    }),
     secretId: secretArn,
     logger,
   }),

@@ -45,6 +45,22 @@ describe('token cache across instances (DynamoDB Local)', () => {
     expect(new Set(results.map((r) => r.body.access_token)).size).toBe(1);
   });
 
+  it('mints exactly once when 500 cold instances arrive spread over 400 ms', async () => {
+    // Regression: a caller that read "no token" before another stored one must not mint again.
+    const clock = new TestClock();
+    sim.injectTokenFault({ kind: 'latency', ms: 50 });
+
+    const results = await Promise.all(
+      Array.from({ length: 500 }, async (_, i) => {
+        await new Promise((resolve) => setTimeout(resolve, (i * 397) % 400));
+        return vend(makeInstance({ sim, clock, client, table }), scoped);
+      }),
+    );
+
+    expect(results.every((r) => r.status === 200)).toBe(true);
+    expect(sim.stats.tokenRequests).toBe(1);
+  });
+
   it('keeps serving the current token while exactly one instance refreshes ahead', async () => {
     // Prepare: a token cached, then time moved into the 900 s refresh-ahead window
     const clock = new TestClock();

@@ -1,5 +1,5 @@
 import { StoreUnavailableError } from '../../functions/core/errors.js';
-import type { StoredItem, TokenStore } from '../../functions/core/ports.js';
+import type { RefreshFailure, StoredItem, TokenStore } from '../../functions/core/ports.js';
 
 /** An in-memory TokenStore with DynamoDB's conditional semantics, for unit tests. */
 export class MemoryTokenStore implements TokenStore {
@@ -23,10 +23,13 @@ export class MemoryTokenStore implements TokenStore {
     owner: string,
     nowMs: number,
     untilMs: number,
+    seenExpiresAt?: number | null,
   ): Promise<boolean> {
     this.#check();
     const item = this.items.get(pk) ?? { pk };
     if (item.leaseUntil !== undefined && item.leaseUntil >= nowMs) return false;
+    if (seenExpiresAt !== undefined && (item.token?.expiresAt ?? null) !== seenExpiresAt)
+      return false;
     this.items.set(pk, { ...item, leaseOwner: owner, leaseUntil: untilMs });
     return true;
   }
@@ -43,12 +46,15 @@ export class MemoryTokenStore implements TokenStore {
     return true;
   }
 
-  async releaseLease(pk: string, owner: string, failedAtMs: number): Promise<void> {
+  async releaseLease(pk: string, owner: string, failure?: RefreshFailure): Promise<void> {
     this.#check();
     const item = this.items.get(pk);
     if (item?.leaseOwner !== owner) return;
     const { leaseOwner: _o, leaseUntil: _u, ...rest } = item;
-    this.items.set(pk, { ...rest, failedAt: failedAtMs });
+    this.items.set(
+      pk,
+      failure ? { ...rest, failedAt: failure.atMs, failedCode: failure.code } : rest,
+    );
   }
 
   async delete(pk: string): Promise<void> {

@@ -188,6 +188,30 @@ describe('SecretsManagerCredentials', () => {
     expect(logger.warn).toHaveBeenCalledTimes(1);
   });
 
+  it('after a failed re-read, waits 30 s before calling Secrets Manager again', async () => {
+    // Prepare
+    sm.on(GetSecretValueCommand)
+      .resolvesOnce(secretValue(V1, 'ver-1'))
+      .rejectsOnce(internalError())
+      .resolves(secretValue(V2, 'ver-2'));
+    const credentials = source();
+    await credentials.get();
+    vi.setSystemTime(START.getTime() + 301_000);
+    await credentials.get();
+
+    // Act
+    const during = await credentials.get({ forceRefresh: true });
+    const callsDuring = sm.commandCalls(GetSecretValueCommand).length;
+    vi.setSystemTime(START.getTime() + 332_000);
+    const after = await credentials.get();
+
+    // Assess
+    expect(during.version).toBe('ver-1');
+    expect(callsDuring).toBe(2);
+    expect(after.version).toBe('ver-2');
+    expect(sm.commandCalls(GetSecretValueCommand)).toHaveLength(3);
+  });
+
   it.each([
     ['InternalServiceError', internalError],
     ['ResourceNotFoundException', notFound],

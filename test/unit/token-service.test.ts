@@ -245,4 +245,117 @@ describe('TokenService', () => {
     expect(result.outcome).toMatchObject({ tier: 'l2', waited: true });
     expect(t.provider.state.mints).toBe(0);
   });
+
+  it('does not re-mint a token another instance stored after this one read the item', async () => {
+    // Prepare: a's token is stored; b's first read is stale and sees no item
+    await t.a.getToken('ba_1', 300);
+    const realGet = t.store.get.bind(t.store);
+    let stale = true;
+    t.store.get = async (pk) => {
+      if (stale) {
+        stale = false;
+        return undefined;
+      }
+      return realGet(pk);
+    };
+
+    // Act
+    const result = await t.b.getToken('ba_1', 300);
+
+    // Assess
+    expect(result.token.accessToken).toBe('tok-1');
+    expect(t.provider.state.mints).toBe(1);
+  });
+
+  it('frees the lease when the new token cannot be sealed, so others need not wait it out', async () => {
+    const failing = setup();
+    const broken = new TokenService({
+      store: failing.store,
+      sealer: {
+        seal: () => Promise.reject(new Error('KMS down')),
+        unseal: () => Promise.reject(new Error('x')),
+      },
+      credentials: failing.credentials,
+      mint: failing.provider.mint,
+      clock: failing.clock,
+      random: () => 0.5,
+      logger: failing.logger,
+      instanceId: 'broken',
+    });
+    const started = failing.clock.now();
+
+    const first = await broken.getToken('ba_1', 300);
+    const second = await failing.b.getToken('ba_1', 300);
+
+    expect(first.outcome.degraded).toBe(true);
+    expect(failing.store.items.get('TOKEN#ba_1')?.leaseOwner).toBeUndefined();
+    expect(second.outcome.waited).toBe(false);
+    expect(failing.clock.now() - started).toBeLessThan(1000);
+  });
+
+  it('re-reads the secret before treating a newer-version token as stale', async () => {
+    // Prepare: b's cached secret is v1, but the table holds a v2 token
+    const reads: Array<boolean | undefined> = [];
+    const v2 = setup();
+    v2.credentials.set({ ...CREDS, version: 'v2' });
+    await v2.a.getToken('ba_1', 300);
+    const lagging = new TokenService({
+      store: v2.store,
+      sealer: v2.sealer,
+      credentials: {
+        get: async (options) => {
+          reads.push(options?.forceRefresh);
+          return options?.forceRefresh ? { ...CREDS, version: 'v2' } : CREDS;
+        },
+      },
+      mint: v2.provider.mint,
+      clock: v2.clock,
+      random: () => 0.5,
+      logger: v2.logger,
+      instanceId: 'lagging',
+    });
+
+    // Act
+    const result = await lagging.getToken('ba_1', 300);
+
+    // Assess
+    expect(result.token.accessToken).toBe('tok-1');
+    expect(v2.provider.state.mints).toBe(1);
+    expect(reads).toContain(true);
+  });
+
+  it('gives callers during the back-off the same error as the failed refresh', async () => {
+    const { UpstreamCredentialsRejectedError } = await import('../../functions/core/errors.js');
+    t.provider.state.fail = new UpstreamCredentialsRejectedError('rejected');
+
+    const first = await t.a.getToken('ba_1', 300).catch((e) => e);
+    const second = await t.b.getToken('ba_1', 300).catch((e) => e);
+
+    expect(first.code).toBe('upstream_credentials_rejected');
+    expect(second.code).toBe('upstream_credentials_rejected');
+    expect(t.provider.state.mints).toBe(1);
+  });
+
+  it('backs off per instance when both the store and the provider fail', async () => {
+    t.store.down = true;
+    t.provider.state.fail = new UpstreamUnavailableError('down', 3);
+
+    const first = await t.a.getToken('ba_1', 300).catch((e) => e);
+    const second = await t.a.getToken('ba_1', 300).catch((e) => e);
+    t.clock.advance(6);
+    const third = await t.a.getToken('ba_1', 300).catch((e) => e);
+
+    expect([first.code, second.code, third.code]).toEqual(Array(3).fill('upstream_unavailable'));
+    expect(t.provider.state.mints).toBe(2);
+  });
+
+  it('re-mints for min_ttl when the token is short of it, even with short-lived tokens', async () => {
+    const short = setup({ expiresIn: 1000 });
+    await short.a.getToken('ba_1', 300);
+    short.clock.advance(450);
+
+    const result = await short.b.getToken('ba_1', 600);
+
+    expect(result.token.accessToken).toBe('tok-2');
+  });
 });
