@@ -1,0 +1,147 @@
+import { systemClock } from './clock.js';
+import { defaultCredentials } from './credentials.js';
+import { TokenVendingError } from './errors.js';
+import { resolveRegion } from './region.js';
+import { parseVendAnswer } from './response.js';
+import { VendRequestSigner } from './signed-request.js';
+import { TokenCache } from './token-cache.js';
+import { sendVendRequest } from './transport.js';
+import type {
+  ClientClock,
+  FetchFunction,
+  GetTokenOptions,
+  Token,
+  TokenVendingClientOptions,
+} from './types.js';
+
+export const DEFAULT_MIN_TTL = 300;
+export const DEFAULT_TIMEOUT_MS = 10_000;
+export const DEFAULT_MAX_RETRIES = 2;
+export const DEFAULT_RETRY_BUDGET_MS = 10_000;
+/** Wait before retrying a 503 that carries no Retry-After, doubled on each retry. */
+const FALLBACK_RETRY_MS = 1000;
+
+const cacheKey = (scope: string | undefined): string =>
+  scope === undefined ? '~unscoped' : `scope:${scope}`;
+
+function validate(options: TokenVendingClientOptions): { base: URL; region: string } {
+  const problems: string[] = [];
+  let base: URL | undefined;
+  try {
+    base = new URL(options.url);
+    if (base.protocol !== 'https:' && base.protocol !== 'http:') {
+      problems.push('url must be an http(s) URL');
+    } else if (base.search !== '' || base.hash !== '' || base.username || base.password) {
+      problems.push('url must have no query, fragment or user info');
+    }
+  } catch {
+    problems.push('url is not a valid URL');
+  }
+  const positive = (name: string, value: number | undefined, integer = false) => {
+    if (value === undefined) return;
+    if (!Number.isFinite(value) || value < 0 || (integer && !Number.isInteger(value))) {
+      problems.push(`${name} must be a non-negative ${integer ? 'integer' : 'number'}`);
+    }
+  };
+  positive('timeoutMs', options.timeoutMs);
+  if (options.timeoutMs === 0) problems.push('timeoutMs must be more than 0');
+  positive('maxRetries', options.maxRetries, true);
+  positive('retryBudgetMs', options.retryBudgetMs);
+  const region =
+    options.region || (base ? resolveRegion(base, process.env) : undefined) || undefined;
+  if (base && !region) {
+    problems.push(`region cannot be derived from ${base.host}: pass region, or set AWS_REGION`);
+  }
+  if (problems.length > 0 || !base || !region) {
+    throw new TokenVendingError('invalid_config', problems.join('; '), { status: 0 });
+  }
+  return { base, region };
+}
+
+/**
+ * Gets bearer tokens from the token vending Function URL: signs each request
+ * with SigV4 (service `lambda`), caches tokens per scope in this process,
+ * shares one request among concurrent callers of a scope, and retries 503
+ * answers as `Retry-After` asks. Never logs; errors never carry a token.
+ */
+export class TokenVendingClient {
+  readonly #signer: VendRequestSigner;
+  readonly #fetch: FetchFunction;
+  readonly #clock: ClientClock;
+  readonly #timeoutMs: number;
+  readonly #maxRetries: number;
+  readonly #retryBudgetMs: number;
+  readonly #cache: TokenCache;
+
+  /** @throws TokenVendingError `invalid_config`, listing every problem with the options. */
+  constructor(options: TokenVendingClientOptions) {
+    const { base, region } = validate(options);
+    this.#signer = new VendRequestSigner(base, region, options.credentials ?? defaultCredentials());
+    this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.#clock = options.clock ?? systemClock;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
+    this.#retryBudgetMs = options.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS;
+    this.#cache = new TokenCache(this.#clock);
+  }
+
+  /**
+   * A token for `scope` (absent: the unscoped token) with more than `minTtl`
+   * seconds left (default 300), from the cache when it has one.
+   *
+   * @throws TokenVendingError
+   */
+  getToken(options: GetTokenOptions = {}): Promise<Token> {
+    const { scope } = options;
+    const minTtl = options.minTtl ?? DEFAULT_MIN_TTL;
+    return this.#cache.get(cacheKey(scope), minTtl, () => this.#fetchWithRetries(scope, minTtl));
+  }
+
+  /** `Bearer <token>`, for an `Authorization` header. */
+  async authorizationHeader(scope?: string, options: { minTtl?: number } = {}): Promise<string> {
+    const token = await this.getToken({
+      ...(scope !== undefined ? { scope } : {}),
+      ...(options.minTtl !== undefined ? { minTtl: options.minTtl } : {}),
+    });
+    return `${token.tokenType} ${token.accessToken}`;
+  }
+
+  /**
+   * Forgets the cached token of one scope (`null` for the unscoped one), or
+   * every cached token when called without an argument.
+   */
+  invalidate(scope?: string | null): void {
+    this.#cache.delete(scope === undefined ? undefined : cacheKey(scope ?? undefined));
+  }
+
+  async #fetchWithRetries(scope: string | undefined, minTtl: number): Promise<Token> {
+    const started = this.#clock.now();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.#fetchOnce(scope, minTtl);
+      } catch (error) {
+        if (
+          !(error instanceof TokenVendingError) ||
+          error.status !== 503 ||
+          attempt >= this.#maxRetries
+        ) {
+          throw error;
+        }
+        const waitMs =
+          error.retryAfter !== undefined
+            ? error.retryAfter * 1000
+            : FALLBACK_RETRY_MS * 2 ** attempt;
+        if (this.#clock.now() - started + waitMs > this.#retryBudgetMs) throw error;
+        await this.#clock.sleep(waitMs);
+      }
+    }
+  }
+
+  async #fetchOnce(scope: string | undefined, minTtl: number): Promise<Token> {
+    const query: Record<string, string> = { min_ttl: String(minTtl) };
+    if (scope !== undefined) query.scope = scope;
+    const request = await this.#signer.sign('token', query);
+    const answer = await sendVendRequest(this.#fetch, request, this.#timeoutMs);
+    return parseVendAnswer(answer, scope, this.#clock.now());
+  }
+}

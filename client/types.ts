@@ -1,0 +1,61 @@
+/** AWS credentials as the SigV4 signer needs them (structurally the AWS SDK's `AwsCredentialIdentity`). */
+export interface AwsCredentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  readonly sessionToken?: string;
+  readonly expiration?: Date;
+}
+
+/** A function that resolves credentials, such as the AWS SDK's `fromNodeProviderChain()`. */
+export type AwsCredentialsProvider = () => Promise<AwsCredentials>;
+
+/** Time source; tests pass a fake one so that nothing really waits. */
+export interface ClientClock {
+  /** Milliseconds since the epoch. */
+  now(): number;
+  /** Waits `ms` milliseconds (a fake clock advances itself instead). */
+  sleep(ms: number): Promise<void>;
+}
+
+/** The `fetch` the client sends its requests with. */
+export type FetchFunction = (input: string, init: RequestInit) => Promise<Response>;
+
+export interface TokenVendingClientOptions {
+  /** The vend Function URL, e.g. `https://<id>.lambda-url.eu-west-1.on.aws`. */
+  readonly url: string;
+  /**
+   * SigV4 signing region. Default: the region in a `*.lambda-url.<region>.on.aws` URL,
+   * else `AWS_REGION`, else `us-east-1` for loopback URLs.
+   */
+  readonly region?: string;
+  /** Default: the AWS SDK's default provider chain (`fromNodeProviderChain`), loaded on first use. */
+  readonly credentials?: AwsCredentials | AwsCredentialsProvider;
+  /** Default: the global `fetch`. */
+  readonly fetch?: FetchFunction;
+  /** Time allowed for one request, answer body included. Default 10000. */
+  readonly timeoutMs?: number;
+  /** Retries of a 503 answer. Default 2. */
+  readonly maxRetries?: number;
+  /** Longest total time spent on one `getToken`, waits between retries included. Default 10000. */
+  readonly retryBudgetMs?: number;
+  /** Default: real time. */
+  readonly clock?: ClientClock;
+}
+
+export interface GetTokenOptions {
+  /** Business application id; absent for the unscoped (partner) token. */
+  readonly scope?: string;
+  /** Seconds the token must still be valid, 0..3600. Default 300. */
+  readonly minTtl?: number;
+}
+
+/** A bearer token from the vend URL. */
+export interface Token {
+  readonly accessToken: string;
+  /** Always `Bearer`. */
+  readonly tokenType: 'Bearer';
+  /** Epoch seconds. */
+  readonly expiresAt: number;
+  /** Present only for scoped tokens. */
+  readonly scope?: string;
+}

@@ -1,0 +1,194 @@
+/**
+ * `tvm` as people run it: `node bin/tvm.mjs ...` in a child process, against
+ * the local stack running in this process, found through `.local/stack.json`
+ * in the child's working directory or through TVM_URL and AWS_* variables.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { DEMO_IDENTITY, type LocalIdentity } from '../../local/function-url.js';
+import { type LocalStack, startLocalStack } from '../../local/stack.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const TVM = join(ROOT, 'bin/tvm.mjs');
+
+const OUTSIDER: LocalIdentity = {
+  accessKeyId: 'AKIALOCALOUTSIDER001',
+  secretAccessKey: 'localOutsiderSecretAccessKey000000000000',
+  arn: 'arn:aws:iam::000000000000:role/outsider',
+};
+
+interface Run {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+let stack: LocalStack;
+let home: string;
+let stackDir: string;
+let emptyDir: string;
+const runs: Run[] = [];
+
+/** Runs `node bin/tvm.mjs <args>` with only the environment given (no AWS_* of ours). */
+function tvm(args: string[], options: { cwd: string; env?: Record<string, string> }): Promise<Run> {
+  return new Promise((done) => {
+    execFile(
+      process.execPath,
+      [TVM, ...args],
+      {
+        cwd: options.cwd,
+        env: {
+          PATH: process.env.PATH ?? '',
+          HOME: home,
+          AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+          ...options.env,
+        },
+        timeout: 15_000,
+      },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+        const run = { code, stdout, stderr };
+        runs.push(run);
+        done(run);
+      },
+    );
+  });
+}
+
+beforeAll(async () => {
+  const root = await mkdtemp(join(tmpdir(), 'tvm-cli-it-'));
+  home = join(root, 'home');
+  stackDir = join(root, 'project');
+  emptyDir = root;
+  stack = await startLocalStack(
+    {
+      PORT: '0',
+      DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'),
+      TABLE_NAME: `client-cli-${process.pid}-${Date.now()}`,
+      LOCAL_IDENTITIES: JSON.stringify([DEMO_IDENTITY, OUTSIDER]),
+      ACCESS_POLICY: JSON.stringify({
+        scopes: ['ba_demo_1', 'ba_demo_2'],
+        grants: [{ principal: DEMO_IDENTITY.arn, scopes: ['*'], unscoped: true }],
+      }),
+    },
+    {
+      stackFile: join(stackDir, '.local/stack.json'),
+      logger: new Logger({ serviceName: 'client-cli-test', logLevel: 'SILENT' }),
+    },
+  );
+  return async () => {
+    await stack?.stop();
+    await rm(root, { recursive: true, force: true });
+  };
+});
+
+afterAll(() => {
+  // No run may have put a token on stderr; the simulator's tokens start with sim_.
+  expect(runs.length).toBeGreaterThan(0);
+  for (const run of runs) expect(run.stderr).not.toMatch(/sim_/);
+});
+
+describe('tvm token', () => {
+  it('prints a token as JSON, finding the local stack through .local/stack.json', async () => {
+    const run = await tvm(['token', '--scope', 'ba_demo_1'], { cwd: stackDir });
+
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    const body = JSON.parse(run.stdout);
+    expect(body).toMatchObject({ token_type: 'Bearer', scope: 'ba_demo_1' });
+    expect(body.access_token).toMatch(/^sim_/);
+    expect(body.expires_in).toBeGreaterThan(7000);
+    expect(body.expires_at).toBeGreaterThan(Date.now() / 1000 + 7000);
+  });
+
+  it('prints only the Authorization line with --header', async () => {
+    const run = await tvm(['token', '--header'], { cwd: stackDir });
+
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(run.stdout).toMatch(/^Authorization: Bearer sim_\S+\n$/);
+  });
+
+  it('works with TVM_URL and AWS_* variables in place of a stack file', async () => {
+    const run = await tvm(['token'], {
+      cwd: emptyDir,
+      env: {
+        TVM_URL: stack.info.functionUrl,
+        AWS_ACCESS_KEY_ID: DEMO_IDENTITY.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: DEMO_IDENTITY.secretAccessKey,
+      },
+    });
+
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout).scope).toBeUndefined();
+  });
+
+  it('exits 1 with "tvm: access_denied: ..." when the caller is not granted the scope', async () => {
+    const run = await tvm(['token', '--scope', 'ba_demo_1'], {
+      cwd: stackDir,
+      env: {
+        AWS_ACCESS_KEY_ID: OUTSIDER.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: OUTSIDER.secretAccessKey,
+      },
+    });
+
+    expect(run).toMatchObject({
+      code: 1,
+      stdout: '',
+      stderr: 'tvm: access_denied: Access denied\n',
+    });
+  });
+
+  it('exits 1 when the Function URL refuses the signature', async () => {
+    const run = await tvm(['token'], {
+      cwd: stackDir,
+      env: { AWS_ACCESS_KEY_ID: DEMO_IDENTITY.accessKeyId, AWS_SECRET_ACCESS_KEY: 'wrong' },
+    });
+
+    expect(run).toMatchObject({
+      code: 1,
+      stderr: 'tvm: access_denied: Forbidden by the Function URL (IAM)\n',
+    });
+  });
+
+  it('exits 2 on a usage error', async () => {
+    const run = await tvm(['token', '--min-ttl', 'soon'], { cwd: stackDir });
+
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe(
+      "tvm: usage: --min-ttl must be a whole number of seconds, 0..3600\nRun 'tvm token --help' for usage.\n",
+    );
+  });
+
+  it('exits 2 when it has no URL', async () => {
+    const run = await tvm(['token'], { cwd: emptyDir });
+
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^tvm: usage: no vend URL/);
+  });
+});
+
+describe('tvm admin', () => {
+  it('answers that the local stack has no admin function yet, exit 1', async () => {
+    const run = await tvm(['admin', '{"action":"status"}'], { cwd: stackDir });
+
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/^tvm: not_available: the local stack has no admin function yet/);
+  });
+});
+
+describe('help', () => {
+  it.each([[['--help']], [['token', '--help']], [['admin', '--help']]])(
+    'tvm %j exits 0 with usage on stdout',
+    async (args) => {
+      const run = await tvm(args, { cwd: emptyDir });
+
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      expect(run.stdout).toMatch(/^Usage: tvm /);
+      expect(run.stdout).toContain('Exit codes: 0 ok, 1 error');
+    },
+  );
+});
