@@ -1,3 +1,6 @@
+// A type-only import: nothing of the functions' code reaches a caller's bundle.
+import type { ProblemCode } from '../functions/core/errors.js';
+
 /**
  * Codes a `TokenVendingError` carries. The first nine are the vend API's own
  * (SPEC section 3, from its problem+json body); the rest are the client's:
@@ -11,15 +14,7 @@
  * - `invalid_config`: bad client options (status 0).
  */
 export type TokenVendingErrorCode =
-  | 'invalid_request'
-  | 'unauthenticated'
-  | 'access_denied'
-  | 'not_found'
-  | 'method_not_allowed'
-  | 'upstream_credentials_rejected'
-  | 'upstream_error'
-  | 'upstream_unavailable'
-  | 'internal_error'
+  | ProblemCode
   | 'throttled'
   | 'unexpected_response'
   | 'invalid_response'

@@ -1,30 +1,10 @@
 import { resolve } from 'node:path';
-import { build } from 'esbuild';
 import { expect, it } from 'vitest';
+import { bundle } from '../support/bundle.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 /** What the client may add to a caller's bundle beyond the signer and the credential chain. */
 const OWN_CODE_BUDGET_BYTES = 16 * 1024;
-
-/** Bundled as a caller's Lambda would be (the CDK NodejsFunction settings). */
-async function bundle(entry: { path: string } | { contents: string }) {
-  const result = await build({
-    ...('path' in entry
-      ? { entryPoints: [entry.path] }
-      : { stdin: { contents: entry.contents, resolveDir: ROOT, loader: 'ts' } }),
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    minify: true,
-    mainFields: ['module', 'main'],
-    metafile: true,
-    write: false,
-    logLevel: 'silent',
-  });
-  const bytes = result.outputFiles.reduce((sum, file) => sum + file.contents.length, 0);
-  return { bytes, inputs: Object.keys(result.metafile.inputs) };
-}
 
 it('adds no more than the signer, the credential chain and its own few KB to a bundle', async () => {
   const reference = await bundle({

@@ -1,0 +1,30 @@
+import { resolve } from 'node:path';
+import { build } from 'esbuild';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+
+/**
+ * Bundles an entry (a file, or source text resolved from the repo root) as a
+ * Lambda function is bundled: the CDK NodejsFunction settings for ESM, whose
+ * mainFields prefer the packages' ES module builds so unused code shakes out.
+ */
+export async function bundle(
+  entry: { path: string } | { contents: string },
+): Promise<{ bytes: number; inputs: string[] }> {
+  const result = await build({
+    ...('path' in entry
+      ? { entryPoints: [entry.path] }
+      : { stdin: { contents: entry.contents, resolveDir: ROOT, loader: 'ts' } }),
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    minify: true,
+    mainFields: ['module', 'main'],
+    metafile: true,
+    write: false,
+    logLevel: 'silent',
+  });
+  const bytes = result.outputFiles.reduce((sum, file) => sum + file.contents.length, 0);
+  return { bytes, inputs: Object.keys(result.metafile.inputs) };
+}
