@@ -122,7 +122,7 @@ function sameOrigin(a: string, b: string): boolean {
   }
 }
 
-/** AWS_ACCESS_KEY_ID and friends, as the SDK's `fromEnv` reads them. */
+/** AWS_ACCESS_KEY_ID and friends; unlike the SDK chain, they win even when AWS_PROFILE is set. */
 function environmentCredentials(env: CliIo['env']): AwsCredentials | undefined {
   const accessKeyId = env.AWS_ACCESS_KEY_ID;
   if (!accessKeyId) return undefined;
@@ -158,8 +158,11 @@ async function tokenCommand(args: readonly string[], io: CliIo): Promise<number>
     throw new UsageError(`unexpected argument '${shown(positionals[0])}'`, 'token');
   }
   const minTtl = parseMinTtl(values['min-ttl']);
-  const stack = await loadStack(io.cwd);
-  const url = values.url || io.env.TVM_URL || stack?.functionUrl;
+  const given = values.url || io.env.TVM_URL;
+  // With a URL given, the stack file only tells whether it is the local stack:
+  // a broken or stale file must not stop a call to another URL.
+  const stack = given ? await loadStack(io.cwd).catch(() => undefined) : await loadStack(io.cwd);
+  const url = given || stack?.functionUrl;
   if (!url) {
     throw new UsageError(
       `no vend URL: pass --url, set TVM_URL, or start the local stack (npm start) so that ./${STACK_FILE} exists`,
@@ -280,6 +283,15 @@ function report(error: unknown, io: CliIo): number {
   if (error instanceof CliError) {
     io.stderr.write(`tvm: ${error.message}\n`);
     return error.exitCode;
+  }
+  if (
+    error instanceof TokenVendingError &&
+    error.status === 0 &&
+    (error.code === 'invalid_config' || error.code === 'invalid_request')
+  ) {
+    // Rejected before any request was sent: the command line is at fault.
+    io.stderr.write(`tvm: ${error.message}\nRun 'tvm token --help' for usage.\n`);
+    return 2;
   }
   if (error instanceof TokenVendingError) {
     // The message is "<code>: <title>"; it never holds a token.

@@ -107,21 +107,40 @@ function invalid(reason: string, answer: VendAnswer): TokenVendingError {
 export function parseVendAnswer(
   answer: VendAnswer,
   requestedScope: string | undefined,
-  nowMs: number,
+  sentMs: number,
+  nowMs: number = sentMs,
 ): Token {
   if (answer.status !== 200) throw errorFromAnswer(answer, nowMs);
   const json = parseJson(answer.body);
   if (!isRecord(json)) throw invalid('the body is not a JSON object', answer);
-  const { access_token: accessToken, token_type: tokenType, expires_at: expiresAt, scope } = json;
+  const {
+    access_token: accessToken,
+    token_type: tokenType,
+    expires_at: serverExpiresAt,
+    expires_in: expiresIn,
+    scope,
+  } = json;
   if (typeof accessToken !== 'string' || accessToken === '') {
     throw invalid('access_token is missing', answer);
   }
   if (typeof tokenType !== 'string' || tokenType.toLowerCase() !== 'bearer') {
     throw invalid('token_type is not Bearer', answer);
   }
-  if (typeof expiresAt !== 'number' || !Number.isSafeInteger(expiresAt) || expiresAt <= 0) {
+  if (
+    typeof serverExpiresAt !== 'number' ||
+    !Number.isSafeInteger(serverExpiresAt) ||
+    serverExpiresAt <= 0
+  ) {
     throw invalid('expires_at is not epoch seconds', answer);
   }
+  // Judge expiry by our own clock too: the earlier of the server's expires_at
+  // and (when sent) the time we sent the request plus expires_in, so a client
+  // clock behind the server's never keeps a token past its life.
+  const expiresAt =
+    typeof expiresIn === 'number' && Number.isFinite(expiresIn)
+      ? Math.min(serverExpiresAt, Math.floor(sentMs / 1000) + Math.floor(expiresIn))
+      : serverExpiresAt;
+  if (expiresAt <= nowMs / 1000) throw invalid('the token has already expired', answer);
   if (scope !== undefined && scope !== null && typeof scope !== 'string') {
     throw invalid('scope is not a string', answer);
   }

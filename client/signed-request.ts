@@ -22,6 +22,11 @@ export class VendRequestSigner {
   readonly #signer: SignatureV4;
   readonly #base: URL;
 
+  /** The URL's host, for messages. */
+  get host(): string {
+    return this.#base.host;
+  }
+
   constructor(base: URL, region: string, credentials: AwsCredentials | AwsCredentialsProvider) {
     this.#base = base;
     this.#signer = new SignatureV4({ service: 'lambda', region, credentials, sha256: Sha256 });

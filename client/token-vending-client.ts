@@ -5,7 +5,7 @@ import { resolveRegion } from './region.js';
 import { parseVendAnswer } from './response.js';
 import { VendRequestSigner } from './signed-request.js';
 import { TokenCache } from './token-cache.js';
-import { sendVendRequest } from './transport.js';
+import { sendVendRequest, withDeadline } from './transport.js';
 import type {
   ClientClock,
   FetchFunction,
@@ -20,6 +20,23 @@ export const DEFAULT_MAX_RETRIES = 2;
 export const DEFAULT_RETRY_BUDGET_MS = 10_000;
 /** Wait before retrying a 503 that carries no Retry-After, doubled on each retry. */
 const FALLBACK_RETRY_MS = 1000;
+
+/** A retry is not started with less time than this left in the budget. */
+const MIN_ATTEMPT_MS = 100;
+/** SPEC section 3's scope syntax, checked here so a bad call fails before any request. */
+const SCOPE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+const MAX_MIN_TTL = 3600;
+
+/** Why a request cannot be valid, or undefined. */
+function checkRequest(scope: string | undefined, minTtl: number): string | undefined {
+  if (!Number.isInteger(minTtl) || minTtl < 0 || minTtl > MAX_MIN_TTL) {
+    return `minTtl must be an integer from 0 to ${MAX_MIN_TTL}`;
+  }
+  if (scope !== undefined && !SCOPE_PATTERN.test(scope)) {
+    return 'scope must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$';
+  }
+  return undefined;
+}
 
 const cacheKey = (scope: string | undefined): string =>
   scope === undefined ? '~unscoped' : `scope:${scope}`;
@@ -94,6 +111,9 @@ export class TokenVendingClient {
   getToken(options: GetTokenOptions = {}): Promise<Token> {
     const { scope } = options;
     const minTtl = options.minTtl ?? DEFAULT_MIN_TTL;
+    const problem = checkRequest(scope, minTtl);
+    if (problem)
+      return Promise.reject(new TokenVendingError('invalid_request', problem, { status: 0 }));
     return this.#cache.get(cacheKey(scope), minTtl, () => this.#fetchWithRetries(scope, minTtl));
   }
 
@@ -117,8 +137,13 @@ export class TokenVendingClient {
   async #fetchWithRetries(scope: string | undefined, minTtl: number): Promise<Token> {
     const started = this.#clock.now();
     for (let attempt = 0; ; attempt++) {
+      // Retries get what is left of the budget, so the budget bounds the total time.
+      const timeoutMs =
+        attempt === 0
+          ? this.#timeoutMs
+          : Math.min(this.#timeoutMs, this.#retryBudgetMs - (this.#clock.now() - started));
       try {
-        return await this.#fetchOnce(scope, minTtl);
+        return await this.#fetchOnce(scope, minTtl, timeoutMs);
       } catch (error) {
         if (
           !(error instanceof TokenVendingError) ||
@@ -131,17 +156,21 @@ export class TokenVendingClient {
           error.retryAfter !== undefined
             ? error.retryAfter * 1000
             : FALLBACK_RETRY_MS * 2 ** attempt;
-        if (this.#clock.now() - started + waitMs > this.#retryBudgetMs) throw error;
+        if (this.#clock.now() - started + waitMs + MIN_ATTEMPT_MS > this.#retryBudgetMs)
+          throw error;
         await this.#clock.sleep(waitMs);
       }
     }
   }
 
-  async #fetchOnce(scope: string | undefined, minTtl: number): Promise<Token> {
+  async #fetchOnce(scope: string | undefined, minTtl: number, timeoutMs: number): Promise<Token> {
     const query: Record<string, string> = { min_ttl: String(minTtl) };
     if (scope !== undefined) query.scope = scope;
-    const request = await this.#signer.sign('token', query);
-    const answer = await sendVendRequest(this.#fetch, request, this.#timeoutMs);
-    return parseVendAnswer(answer, scope, this.#clock.now());
+    const sentMs = this.#clock.now();
+    const answer = await withDeadline(timeoutMs, this.#signer.host, async (signal) => {
+      const request = await this.#signer.sign('token', query);
+      return sendVendRequest(this.#fetch, request, signal);
+    });
+    return parseVendAnswer(answer, scope, sentMs, this.#clock.now());
   }
 }

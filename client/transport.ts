@@ -4,16 +4,16 @@ import type { SignedRequest } from './signed-request.js';
 import type { FetchFunction } from './types.js';
 
 /**
- * Sends one signed request and reads the whole answer within `timeoutMs`.
+ * Sends one signed request and reads the whole answer, aborted by `signal`.
  * Returns the raw answer whatever its status; throws a TokenVendingError
- * (`timeout` or `network_error`, status 0) only when there is none.
+ * (`network_error`, status 0) only when there is none. The caller's deadline
+ * reports timeouts.
  */
 export async function sendVendRequest(
   fetchImpl: FetchFunction,
   request: SignedRequest,
-  timeoutMs: number,
+  signal: AbortSignal,
 ): Promise<VendAnswer> {
-  const signal = AbortSignal.timeout(timeoutMs);
   try {
     const response = await fetchImpl(request.url, {
       method: 'GET',
@@ -25,15 +25,40 @@ export async function sendVendRequest(
     return { status: response.status, headers: response.headers, body };
   } catch (error) {
     const host = new URL(request.url).host;
-    if (signal.aborted) {
-      throw new TokenVendingError('timeout', `No answer from ${host} within ${timeoutMs} ms`, {
-        status: 0,
-        cause: error,
-      });
-    }
     throw new TokenVendingError('network_error', `Could not reach ${host}`, {
       status: 0,
       cause: error,
     });
+  }
+}
+
+/**
+ * Runs `work` under one deadline: when `timeoutMs` passes first, aborts its
+ * signal and rejects with `timeout`, even if `work` ignores the signal (a
+ * custom fetch, a stalled body, a hung credential provider).
+ */
+export async function withDeadline<T>(
+  timeoutMs: number,
+  what: string,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const controller = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      controller.abort();
+      reject(
+        new TokenVendingError('timeout', `No answer from ${what} within ${timeoutMs} ms`, {
+          status: 0,
+        }),
+      );
+    }, timeoutMs);
+  });
+  const running = work(controller.signal);
+  running.catch(() => undefined); // a late failure after the deadline is not unhandled
+  try {
+    return await Promise.race([running, deadline]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -185,14 +185,14 @@ describe('TokenVendingClient against the local stack', () => {
     expectNoToken(error);
   });
 
-  it('does not retry a 400', async () => {
+  it('does not retry a 4xx', async () => {
     const counter = countingFetch();
     const clock = skippingClock();
     const vending = client({ fetch: counter.fetch, clock });
 
-    const error = await caught(vending.getToken({ scope: 'not a scope!' }));
+    const error = await caught(vending.getToken({ scope: 'ba_not_configured' }));
 
-    expect(error).toMatchObject({ code: 'invalid_request', status: 400 });
+    expect(error).toMatchObject({ code: 'access_denied', status: 403 });
     expect(counter.urls).toHaveLength(1);
     expect(clock.sleeps).toEqual([]);
   });
@@ -281,6 +281,7 @@ describe('TokenVendingClient when the vend URL answers 503', () => {
       credentials: DEMO_IDENTITY,
       clock,
       fetch: counter.fetch,
+      retryBudgetMs: 15_000,
     });
 
     const error = await caught(vending.getToken({ scope: 'ba_demo_2' }));

@@ -138,6 +138,8 @@ describe('usage errors exit 2', () => {
     [['token', '--min-ttl', '3601', '--url', 'http://127.0.0.1:1'], 'tvm: usage: --min-ttl'],
     [['token'], 'tvm: usage: no vend URL'],
     [['token', '--url', 'not a url'], "tvm: usage: not a URL: 'not a url'"],
+    [['token', '--url', 'ftp://vend.example'], 'tvm: invalid_config: '],
+    [['token', '--scope', '', '--url', 'http://127.0.0.1:1'], 'tvm: invalid_request: '],
     [['admin'], 'tvm: usage: missing the event JSON'],
     [['admin', '{"action":'], 'tvm: usage: the event is not valid JSON'],
     [['admin', '[]'], 'tvm: usage: the event must be a JSON object with an "action"'],
@@ -265,6 +267,15 @@ describe('tvm token', () => {
       'tvm: credentials_unavailable: AWS_ACCESS_KEY_ID is set without AWS_SECRET_ACCESS_KEY\n',
     );
     expect(run.urls).toEqual([]);
+  });
+
+  it('ignores a broken stack file when the URL is given', async () => {
+    const run = await tvm(['token', '--url', 'http://127.0.0.1:8787'], {
+      cwd: brokenStackDir,
+      env: { AWS_ACCESS_KEY_ID: 'AKIAENVIRONMENT00001', AWS_SECRET_ACCESS_KEY: 'env-secret' },
+    });
+
+    expect(run.code).toBe(0);
   });
 
   it('exits 1 on a stack file it cannot read', async () => {

@@ -466,7 +466,84 @@ describe('errors', () => {
     const error = await caught(client(fetch, clock, { timeoutMs: 20 }).getToken());
 
     expect(error).toMatchObject({ code: 'timeout', status: 0 });
-    expect((error.cause as Error).name).toBe('TimeoutError');
+  });
+
+  it('times out even when the fetch ignores the abort signal', async () => {
+    // Regression: the deadline used to rely on fetch honouring AbortSignal.
+    const clock = fakeClock();
+    const { fetch } = scriptedFetch(() => new Promise<Response>(() => undefined));
+
+    const error = await caught(client(fetch, clock, { timeoutMs: 20 }).getToken());
+
+    expect(error).toMatchObject({ code: 'timeout', status: 0 });
+  });
+
+  it('times out a credential provider that never answers, and later calls are not stuck', async () => {
+    const clock = fakeClock();
+    const { fetch } = scriptedFetch();
+    const hung = client(fetch, clock, {
+      timeoutMs: 20,
+      credentials: () => new Promise(() => undefined),
+    });
+
+    const first = await caught(hung.getToken());
+    const second = await caught(hung.getToken());
+
+    expect(first.code).toBe('timeout');
+    expect(second.code).toBe('timeout');
+  });
+
+  it('judges expiry by its own clock too, when the server clock is ahead', async () => {
+    // Prepare: the server's clock is 250 s ahead; its expires_at looks 250 s longer to us
+    const clock = fakeClock();
+    const ahead = Response.json({
+      access_token: SECRET_TOKEN,
+      token_type: 'Bearer',
+      expires_in: 500,
+      expires_at: nowSeconds(clock) + 250 + 500,
+    });
+    const { fetch, sent } = scriptedFetch(ahead, tokenAnswer(clock));
+    const vending = client(fetch, clock);
+
+    // Act
+    const first = await vending.getToken();
+    await clock.sleep(250_000);
+    await vending.getToken({ minTtl: 300 });
+
+    // Assess
+    expect(first.expiresAt).toBe(nowSeconds(clock) - 250 + 500);
+    expect(sent).toHaveLength(2);
+  });
+
+  it('rejects an answer whose token has already expired', async () => {
+    const clock = fakeClock();
+    const expired = Response.json({
+      access_token: SECRET_TOKEN,
+      token_type: 'Bearer',
+      expires_at: nowSeconds(clock) - 10,
+    });
+    const { fetch } = scriptedFetch(expired);
+
+    const error = await caught(client(fetch, clock).getToken());
+
+    expect(error).toMatchObject({ code: 'invalid_response', status: 200 });
+  });
+
+  it.each([
+    [{ minTtl: Number.NaN }],
+    [{ minTtl: -1 }],
+    [{ minTtl: 1.5 }],
+    [{ minTtl: 3601 }],
+    [{ scope: '' }],
+    [{ scope: 'not a scope!' }],
+  ])('rejects %j before sending anything', async (options) => {
+    const clock = fakeClock();
+    const { fetch, sent } = scriptedFetch();
+
+    const error = await caught(client(fetch, clock).getToken(options));
+
+    expect(error).toMatchObject({ code: 'invalid_request', status: 0 });
+    expect(sent).toHaveLength(0);
   });
 
   it('reports a failed connection as network_error, keeping the cause', async () => {
