@@ -225,10 +225,11 @@ describe('TokenVendingClient when the vend URL answers 503', () => {
     stack.simulator?.clearFaults();
   });
 
-  it('waits as Retry-After asks, then gets the token', async () => {
-    // The stack runs in this process on real time, and after a failed refresh it
-    // answers 503 for 5 s. A fake Date lets the client's sleep move every
-    // clock in the process (stack included) forward instead of waiting.
+  /**
+   * The stack runs in this process on real time. A fake Date lets the client's
+   * sleep move every clock in the process (stack included) forward instead of waiting.
+   */
+  function dateAdvancingClock(): { clock: ClientClock; sleeps: number[] } {
     vi.useFakeTimers({ toFake: ['Date'] });
     const sleeps: number[] = [];
     const clock: ClientClock = {
@@ -238,6 +239,12 @@ describe('TokenVendingClient when the vend URL answers 503', () => {
         vi.setSystemTime(Date.now() + ms);
       },
     };
+    return { clock, sleeps };
+  }
+
+  it('waits as Retry-After asks, then gets the token', async () => {
+    // After a failed refresh the stack answers 503 for 5 s.
+    const { clock, sleeps } = dateAdvancingClock();
     const sim = stack.simulator;
     if (!sim) throw new Error('the stack started no simulator');
     // Three provider 503s exhaust the vend function's own retries: it answers 503.
@@ -265,15 +272,7 @@ describe('TokenVendingClient when the vend URL answers 503', () => {
   });
 
   it('gives up with upstream_unavailable after two retries', async () => {
-    vi.useFakeTimers({ toFake: ['Date'] });
-    const sleeps: number[] = [];
-    const clock: ClientClock = {
-      now: () => Date.now(),
-      sleep: async (ms) => {
-        sleeps.push(ms);
-        vi.setSystemTime(Date.now() + ms);
-      },
-    };
+    const { clock, sleeps } = dateAdvancingClock();
     stack.simulator?.injectTokenFault({ kind: 'status', status: 503 }, Number.POSITIVE_INFINITY);
     const counter = countingFetch();
     const vending = new TokenVendingClient({
