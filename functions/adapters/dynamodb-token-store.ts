@@ -65,8 +65,7 @@ export function fromItem(item: Item): StoredItem {
       : {}),
     ...(leaseOwner === undefined ? {} : { leaseOwner }),
     ...(leaseUntil === undefined ? {} : { leaseUntil }),
-    ...(failedAt === undefined ? {} : { failedAt }),
-    ...(failedCode === undefined ? {} : { failedCode }),
+    ...(failedAt === undefined ? {} : { failure: { atMs: failedAt, code: failedCode ?? '' } }),
   };
 }
 

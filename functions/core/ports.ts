@@ -43,15 +43,15 @@ export interface StoredItem {
   readonly leaseOwner?: string;
   /** Epoch milliseconds. */
   readonly leaseUntil?: number;
-  /** Epoch milliseconds of the last failed refresh, so waiters stop waiting. */
-  readonly failedAt?: number;
-  /** The SPEC error code of that failure, so callers in the back-off get the same answer. */
-  readonly failedCode?: string;
+  /** The last failed refresh, so waiters stop waiting and callers back off. */
+  readonly failure?: RefreshFailure;
 }
 
 /** A failed refresh, recorded when the lease is given up. */
 export interface RefreshFailure {
+  /** Epoch milliseconds. */
   readonly atMs: number;
+  /** The SPEC error code, so callers in the back-off get the same answer. */
   readonly code: string;
 }
 

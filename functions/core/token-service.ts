@@ -212,13 +212,11 @@ export class TokenService {
     }
     const servable = current && this.#servable(current, minTtl) ? current : undefined;
     const nowMs = this.#deps.clock.now();
-    if (item?.failedAt !== undefined && nowMs - item.failedAt < this.#failureBackoffMs) {
+    const backingOff = this.#backingOff(item?.failure, nowMs);
+    if (backingOff) {
       // A refresh failed moments ago: keep serving what we have, or fail fast alike.
       if (servable) return { token: servable, outcome: outcome('l2') };
-      throw recentFailure(
-        item.failedCode,
-        Math.ceil((this.#failureBackoffMs - (nowMs - item.failedAt)) / 1000),
-      );
+      throw backingOff;
     }
     if (await this.#tryLease(key, nowMs, item?.token?.expiresAt ?? null)) {
       return this.#mintUnderLease(key, scope, credentials, servable, minTtl);
@@ -246,10 +244,7 @@ export class TokenService {
         this.#deps.clock.now() + this.#leaseMs - 500,
       );
     } catch (error) {
-      await this.#release(key, {
-        atMs: this.#deps.clock.now(),
-        code: error instanceof VendError ? error.code : 'internal_error',
-      });
+      await this.#release(key, this.#failureOf(error));
       if (servable && this.#servable(servable, minTtl)) {
         this.#deps.logger.warn('refresh failed; serving the current token', {
           scope: scope ?? 'unscoped',
@@ -309,8 +304,8 @@ export class TokenService {
         return { token: current, outcome: outcome('l2', { waited: true }) };
       }
       const nowMs = clock.now();
-      if (item?.failedAt !== undefined && item.failedAt >= startedMs) {
-        throw recentFailure(item.failedCode, Math.ceil(this.#failureBackoffMs / 1000));
+      if (item?.failure && item.failure.atMs >= startedMs) {
+        throw recentFailure(item.failure.code, Math.ceil(this.#failureBackoffMs / 1000));
       }
       if (item?.leaseUntil === undefined || item.leaseUntil < nowMs) {
         // The holder died or gave up: take over (unless a token just appeared).
@@ -338,6 +333,23 @@ export class TokenService {
       nowMs,
       nowMs + this.#leaseMs,
       seenExpiresAt,
+    );
+  }
+
+  /** A failed refresh as recorded: now, and the SPEC code of its error. */
+  #failureOf(error: unknown): RefreshFailure {
+    return {
+      atMs: this.#deps.clock.now(),
+      code: error instanceof VendError ? error.code : 'internal_error',
+    };
+  }
+
+  /** The error to answer with while a recent failure backs off, else undefined. */
+  #backingOff(failure: RefreshFailure | undefined, nowMs: number): VendError | undefined {
+    if (!failure || nowMs - failure.atMs >= this.#failureBackoffMs) return undefined;
+    return recentFailure(
+      failure.code,
+      Math.ceil((this.#failureBackoffMs - (nowMs - failure.atMs)) / 1000),
     );
   }
 
@@ -387,19 +399,13 @@ export class TokenService {
     }
     // Without the shared failure record, back off per instance instead.
     const nowMs = this.#deps.clock.now();
-    const failed = this.#degradedFailures.get(key);
-    if (failed && nowMs - failed.atMs < this.#failureBackoffMs) {
-      throw recentFailure(
-        failed.code,
-        Math.ceil((this.#failureBackoffMs - (nowMs - failed.atMs)) / 1000),
-      );
-    }
+    const backingOff = this.#backingOff(this.#degradedFailures.get(key), nowMs);
+    if (backingOff) throw backingOff;
     let token: Token;
     try {
       token = await this.#mint(key, scope, credentials, nowMs + this.#leaseMs);
     } catch (mintError) {
-      const code = mintError instanceof VendError ? mintError.code : 'internal_error';
-      this.#degradedFailures.set(key, { atMs: this.#deps.clock.now(), code });
+      this.#degradedFailures.set(key, this.#failureOf(mintError));
       throw mintError;
     }
     this.#degradedFailures.delete(key);

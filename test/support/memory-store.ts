@@ -51,10 +51,7 @@ export class MemoryTokenStore implements TokenStore {
     const item = this.items.get(pk);
     if (item?.leaseOwner !== owner) return;
     const { leaseOwner: _o, leaseUntil: _u, ...rest } = item;
-    this.items.set(
-      pk,
-      failure ? { ...rest, failedAt: failure.atMs, failedCode: failure.code } : rest,
-    );
+    this.items.set(pk, failure ? { ...rest, failure } : rest);
   }
 
   async delete(pk: string): Promise<void> {
