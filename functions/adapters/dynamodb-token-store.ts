@@ -65,7 +65,9 @@ export function fromItem(item: Item): StoredItem {
       : {}),
     ...(leaseOwner === undefined ? {} : { leaseOwner }),
     ...(leaseUntil === undefined ? {} : { leaseUntil }),
-    ...(failedAt === undefined ? {} : { failure: { atMs: failedAt, code: failedCode ?? '' } }),
+    ...(failedAt === undefined
+      ? {}
+      : { failure: { atMs: failedAt, code: failedCode ?? 'upstream_unavailable' } }),
   };
 }
 
