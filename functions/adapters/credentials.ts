@@ -2,8 +2,22 @@ import { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import * as v from 'valibot';
+import { ConfigError, CredentialsUnavailableError } from '../core/errors.js';
 import type { CredentialsSource, ProviderCredentials } from '../core/ports.js';
 import type { CoreLogger } from '../core/token-service.js';
+
+/**
+ * Why a provider key cannot be used, or undefined. The provider joins key and
+ * secret literally as `key:secret` before Base64 (its document, section 4.1),
+ * so a key containing `:` would be split at the wrong place by the server:
+ * such a key is refused when it is loaded, never sent.
+ */
+export function providerKeyProblem(key: string): string | undefined {
+  if (key.includes(':')) {
+    return 'the provider key contains ":", which the provider\'s Basic scheme (key:secret) cannot carry';
+  }
+  return undefined;
+}
 
 /** SecretString of the provider credentials secret. */
 const SecretSchema = v.object({
@@ -15,8 +29,9 @@ const SecretSchema = v.object({
 export class StaticCredentials implements CredentialsSource {
   #credentials: ProviderCredentials;
 
+  /** @throws ConfigError when the key cannot be sent (see providerKeyProblem). */
   constructor(credentials: ProviderCredentials) {
-    this.#credentials = credentials;
+    this.#credentials = StaticCredentials.#checked(credentials);
   }
 
   async get(): Promise<ProviderCredentials> {
@@ -25,7 +40,13 @@ export class StaticCredentials implements CredentialsSource {
 
   /** Swaps the pair (local rotation drills). */
   set(credentials: ProviderCredentials): void {
-    this.#credentials = credentials;
+    this.#credentials = StaticCredentials.#checked(credentials);
+  }
+
+  static #checked(credentials: ProviderCredentials): ProviderCredentials {
+    const problem = providerKeyProblem(credentials.key);
+    if (problem) throw new ConfigError(`Invalid provider credentials: ${problem}`);
+    return credentials;
   }
 }
 
@@ -57,9 +78,13 @@ export class CredentialsSecretError extends Error {
 
 /**
  * The provider key and secret from Secrets Manager through Powertools
- * Parameters: cached 5 minutes, re-read on demand (after a 401). When a
- * re-read fails, the last good value keeps being used and the failure logged,
- * and no new read is tried for 30 s, so an outage does not slow every vend.
+ * Parameters: cached 5 minutes, re-read on demand (after a 401, or to check
+ * a version seen in the cache). When a re-read after max age fails, the last
+ * good value keeps being used and the failure logged, and no new read is
+ * tried for 30 s, so an outage does not slow every vend. A forced re-read
+ * that fails (or falls in those 30 s) throws CredentialsUnavailableError: its
+ * caller asked for the current version and must not mistake the cached one
+ * for it.
  */
 export class SecretsManagerCredentials implements CredentialsSource {
   readonly #provider: VersionedSecretsProvider;
@@ -85,25 +110,40 @@ export class SecretsManagerCredentials implements CredentialsSource {
   }
 
   async get(options: { forceRefresh?: boolean } = {}): Promise<ProviderCredentials> {
-    if (this.#last && this.#now() < this.#noReadBeforeMs) return this.#last;
+    const forced = options.forceRefresh === true;
+    if (this.#last && this.#now() < this.#noReadBeforeMs) {
+      if (forced) {
+        throw new CredentialsUnavailableError(
+          'The credentials secret could not be re-read moments ago.',
+        );
+      }
+      return this.#last;
+    }
     let raw: string | undefined;
     try {
       raw = (await this.#provider.get(this.#secretId, {
         maxAge: this.#maxAgeSeconds,
-        forceFetch: options.forceRefresh === true,
+        forceFetch: forced,
       })) as string | undefined;
     } catch (error) {
-      if (!this.#last)
-        throw new CredentialsSecretError('The credentials secret could not be read.', {
-          cause: error,
-        });
-      this.#logger.warn('credentials secret could not be re-read; using the cached value', {
+      const described = {
         error: error instanceof Error ? error.name : typeof error,
         cause:
           error instanceof Error && error.cause instanceof Error ? error.cause.name : undefined,
+      };
+      if (this.#last && !forced) {
+        this.#logger.warn(
+          'credentials secret could not be re-read; using the cached value',
+          described,
+        );
+        this.#noReadBeforeMs = this.#now() + FAILED_READ_BACKOFF_MS;
+        return this.#last;
+      }
+      this.#logger.warn('credentials secret could not be read', described);
+      if (this.#last) this.#noReadBeforeMs = this.#now() + FAILED_READ_BACKOFF_MS;
+      throw new CredentialsUnavailableError('The credentials secret could not be read.', {
+        cause: error,
       });
-      this.#noReadBeforeMs = this.#now() + FAILED_READ_BACKOFF_MS;
-      return this.#last;
     }
     if (raw === undefined)
       throw new CredentialsSecretError('The credentials secret has no SecretString.');
@@ -118,6 +158,9 @@ export class SecretsManagerCredentials implements CredentialsSource {
     if (!result.success) {
       throw new CredentialsSecretError('The credentials secret is not JSON {"key","secret"}.');
     }
+    const keyProblem = providerKeyProblem(result.output.key);
+    if (keyProblem)
+      throw new CredentialsSecretError(`The credentials secret is unusable: ${keyProblem}.`);
     const credentials = { ...result.output, version };
     if (this.#last && this.#last.version !== version) {
       this.#logger.info('credentials secret has a new version', { credentialsVersion: version });

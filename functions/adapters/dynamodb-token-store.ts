@@ -19,9 +19,9 @@ const LEASE_ONLY_TTL_SECONDS = 86_400;
  * The TTL written with a lease: the live token's own `expires_at - 60`, else a
  * day ahead, so DynamoDB never sweeps an item (holding a past TTL) mid-refresh.
  */
-function leaseTtl(nowMs: number, seenExpiresAt: number | null | undefined): number {
+function leaseTtl(nowMs: number, seenRevision: number | null | undefined): number {
   const now = Math.floor(nowMs / 1000);
-  if (typeof seenExpiresAt === 'number' && seenExpiresAt - 60 > now) return seenExpiresAt - 60;
+  if (typeof seenRevision === 'number' && seenRevision - 60 > now) return seenRevision - 60;
   return now + LEASE_ONLY_TTL_SECONDS;
 }
 
@@ -29,7 +29,11 @@ const num = (value: number): AttributeValue => ({ N: String(value) });
 const readNum = (a: AttributeValue | undefined): number | undefined =>
   a?.N === undefined ? undefined : Number(a.N);
 
-/** Maps an item to the core's shape; an item with a broken token part has no token. */
+/**
+ * Maps an item to the core's shape; an item with a broken token part has no
+ * token, and attributes of the wrong type (a hand edit, an older schema) are
+ * read as absent, never as an error.
+ */
 export function fromItem(item: Item): StoredItem {
   const pk = item.pk?.S ?? '';
   const sealed = item.sealed_token?.B;
@@ -50,6 +54,7 @@ export function fromItem(item: Item): StoredItem {
     item.token_type?.S === 'Bearer';
   return {
     pk,
+    revision: expiresAt ?? null,
     ...(hasToken
       ? {
           token: {
@@ -103,19 +108,24 @@ export class DynamoDbTokenStore implements TokenStore {
     owner: string,
     nowMs: number,
     untilMs: number,
-    seenExpiresAt?: number | null,
+    seenRevision?: number | null,
   ): Promise<boolean> {
     const values: Item = {
       ':owner': { S: owner },
       ':until': num(untilMs),
       ':now': num(nowMs),
-      ':ttl': num(leaseTtl(nowMs, seenExpiresAt)),
+      ':ttl': num(leaseTtl(nowMs, seenRevision)),
+      ':n': { S: 'N' },
     };
-    let condition = '(attribute_not_exists(lease_until) OR lease_until < :now)';
-    if (seenExpiresAt === null) condition += ' AND attribute_not_exists(expires_at)';
-    else if (seenExpiresAt !== undefined) {
+    // Whatever the core read as "no lease" or "no token" (absent, or not a
+    // number) must satisfy the condition too, or such an item wedges its scope.
+    let condition =
+      '(attribute_not_exists(lease_until) OR NOT attribute_type(lease_until, :n) OR lease_until < :now)';
+    if (seenRevision === null) {
+      condition += ' AND (attribute_not_exists(expires_at) OR NOT attribute_type(expires_at, :n))';
+    } else if (seenRevision !== undefined) {
       condition += ' AND expires_at = :seen';
-      values[':seen'] = num(seenExpiresAt);
+      values[':seen'] = num(seenRevision);
     }
     return this.#conditional('UpdateItem', () =>
       this.#client.send(

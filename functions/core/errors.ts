@@ -117,3 +117,12 @@ export class ConfigError extends Error {
 export class StoreUnavailableError extends Error {
   override name = 'StoreUnavailableError';
 }
+
+/**
+ * The provider credentials cannot be read now (Secrets Manager unreachable, or
+ * a forced re-read failed). The core serves what it can verify without them
+ * and otherwise answers 503; it never becomes a 500.
+ */
+export class CredentialsUnavailableError extends Error {
+  override name = 'CredentialsUnavailableError';
+}

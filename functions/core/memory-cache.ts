@@ -36,15 +36,21 @@ export class MemoryTokenCache {
   }
 }
 
+/** A flight's promise, and whether this caller joined one already under way. */
+export interface Flight<T> {
+  readonly promise: Promise<T>;
+  readonly joined: boolean;
+}
+
 /** Concurrent calls with one key share one promise (single flight within an instance). */
 export class SingleFlight<T> {
   readonly #inFlight = new Map<string, Promise<T>>();
 
-  run(key: string, work: () => Promise<T>): Promise<T> {
+  run(key: string, work: () => Promise<T>): Flight<T> {
     const existing = this.#inFlight.get(key);
-    if (existing) return existing;
+    if (existing) return { promise: existing, joined: true };
     const promise = work().finally(() => this.#inFlight.delete(key));
     this.#inFlight.set(key, promise);
-    return promise;
+    return { promise, joined: false };
   }
 }

@@ -12,7 +12,12 @@ export interface ProviderCredentials {
 }
 
 export interface CredentialsSource {
-  /** Returns cached credentials; `forceRefresh` re-reads the secret (after a 401). */
+  /**
+   * Returns cached credentials. `forceRefresh` re-reads the secret now (after
+   * a 401, or to learn whether a version seen in the cache is the current one).
+   * @throws CredentialsUnavailableError when nothing was ever read, or when a
+   *   forced re-read fails: the cached value is then not known to be current.
+   */
   get(options?: { forceRefresh?: boolean }): Promise<ProviderCredentials>;
 }
 
@@ -39,7 +44,14 @@ export interface Token {
 /** A cache item as stored: the token sealed, the lease beside it. */
 export interface StoredItem {
   readonly pk: string;
+  /** The token part, when it is complete; an item with a broken one has none. */
   readonly token?: Omit<Token, 'accessToken'> & { readonly sealed: Uint8Array };
+  /**
+   * The `expires_at` the item holds, whether or not its token part is usable
+   * (null when it holds none as a number). Lease conditions compare this, not
+   * the parsed token, so an item the core cannot use is still replaceable.
+   */
+  readonly revision: number | null;
   readonly leaseOwner?: string;
   /** Epoch milliseconds. */
   readonly leaseUntil?: number;
@@ -60,17 +72,17 @@ export interface TokenStore {
   /** Strongly consistent read of one item. */
   get(pk: string): Promise<StoredItem | undefined>;
   /**
-   * Takes the lease when it is absent or ran out before `nowMs`, and, when
-   * `seenExpiresAt` is given, only while the stored token is still the one the
-   * caller saw (`null`: no token), so nobody re-mints a token another caller
-   * just stored. False when the lease is held or the token changed.
+   * Takes the lease when it is absent, unreadable or ran out before `nowMs`,
+   * and, when `seenRevision` is given, only while the item's `revision` is
+   * still the one the caller read, so nobody re-mints (or overwrites) a token
+   * another caller just stored. False when the lease is held or the token changed.
    */
   tryAcquireLease(
     pk: string,
     owner: string,
     nowMs: number,
     untilMs: number,
-    seenExpiresAt?: number | null,
+    seenRevision?: number | null,
   ): Promise<boolean>;
   /**
    * Stores a freshly minted token and clears the lease if `owner` still holds it.

@@ -1,131 +1,68 @@
-import type { Logger } from '@aws-lambda-powertools/logger';
-import { type Clock, epochSeconds } from './clock.js';
+import { epochSeconds } from './clock.js';
+import { describe } from './describe-error.js';
 import {
-  InternalError,
+  CredentialsUnavailableError,
   StoreUnavailableError,
-  UpstreamCredentialsRejectedError,
-  UpstreamError,
   UpstreamUnavailableError,
-  VendError,
 } from './errors.js';
+import { isFresh, isServable } from './freshness.js';
+import { tokenKey } from './item-keys.js';
 import { MemoryTokenCache, SingleFlight } from './memory-cache.js';
-import type {
-  CredentialsSource,
-  ProviderCredentials,
-  RefreshFailure,
-  Sealer,
-  StoredItem,
-  Token,
-  TokenStore,
-} from './ports.js';
-import type { TokenGrant } from './provider-client.js';
+import { mintToken } from './mint-token.js';
+import type { ProviderCredentials, RefreshFailure, StoredItem, Token } from './ports.js';
+import { backingOff, failureOf, recentFailure } from './refresh-failure.js';
+import {
+  outcome,
+  type TokenServiceConfig,
+  type TokenServiceDeps,
+  type VendOutcome,
+  type VendResult,
+} from './token-service-types.js';
+import { VersionCheck } from './version-check.js';
 
-/** A forced secret re-read on a version mismatch happens at most this often. */
-const VERSION_RECHECK_MS = 30_000;
-/** See #servable: how close to its full lifetime a short-lived token must be. */
-const SHORT_LIFETIME_MARGIN_SECONDS = 60;
+export { tokenKey } from './item-keys.js';
+export type {
+  CoreLogger,
+  CoreMetric,
+  Minter,
+  TokenServiceConfig,
+  TokenServiceDeps,
+  VendOutcome,
+  VendResult,
+} from './token-service-types.js';
 
-/** The error for callers arriving while a recent failed refresh backs off. */
-function recentFailure(code: string | undefined, retryAfter: number): VendError {
-  switch (code) {
-    case 'upstream_credentials_rejected':
-      return new UpstreamCredentialsRejectedError(
-        'The provider rejected our key and secret moments ago.',
-      );
-    case 'upstream_error':
-      return new UpstreamError('The provider answered unexpectedly moments ago.');
-    case 'internal_error':
-      return new InternalError();
-    default:
-      return new UpstreamUnavailableError(
-        'The provider failed moments ago; try again shortly.',
-        retryAfter,
-      );
-  }
+/**
+ * A caller that joined a flight whose token cannot meet its min_ttl checks
+ * again; after this many joins it looks up on its own, so it always progresses.
+ */
+const MAX_FLIGHT_JOINS = 3;
+
+/**
+ * What one read of an item offers a caller, after the version check: the
+ * single place that decides which stored token may be served and whether it
+ * may be replaced.
+ */
+interface ItemView {
+  /** The credentials to mint with; undefined when the secret cannot be read. */
+  readonly credentials?: ProviderCredentials;
+  /** The stored token, unsealed, unexpired, and not known to be of an older version. */
+  readonly token?: Token;
+  /**
+   * This caller may mint and overwrite the item: it has credentials, and the
+   * stored token is of the same version or verified older by a fresh re-read.
+   * False while the secret cannot be read: a token of another version might
+   * be newer, and an older one must never overwrite it.
+   */
+  readonly canReplace: boolean;
+  /** The item's revision, for the lease condition. */
+  readonly revision: number | null;
 }
-
-/** Item key of a scope's token; `~` cannot start a scope, so the keys never collide. */
-export const tokenKey = (scope: string | undefined): string =>
-  scope === undefined ? 'TOKEN#~unscoped' : `TOKEN#${scope}`;
-
-/** Mints a token upstream; `deadlineMs` bounds retries. */
-export type Minter = (
-  credentials: ProviderCredentials,
-  scope: string | undefined,
-  deadlineMs: number,
-) => Promise<TokenGrant>;
-
-/** What the core needs to log: a subset of the Powertools Logger. */
-export type CoreLogger = Pick<Logger, 'info' | 'warn' | 'error'>;
-
-/** Counters the core reports (a Powertools Metrics adapter sits behind it). */
-export type CoreMetric =
-  | 'UpstreamRequests'
-  | 'UpstreamErrors'
-  | 'LeaseWaits'
-  | 'LeaseTakeovers'
-  | 'Degraded'
-  | 'UnsealFailures'
-  | 'StaleCredentialTokens';
-
-export interface TokenServiceConfig {
-  /** Seconds before expiry when one caller refreshes. Default 900. */
-  readonly refreshAheadSeconds?: number;
-  /** Lease length in ms. Default 10 000. */
-  readonly leaseMs?: number;
-  /** Longest a caller waits for another instance's refresh. Default leaseMs + 3000. */
-  readonly maxWaitMs?: number;
-  /** First poll delay while waiting; doubles up to pollMaxMs. Defaults 50 and 800. */
-  readonly pollInitialMs?: number;
-  readonly pollMaxMs?: number;
-  /** After a failed refresh, no new attempt for this long. Default 5000. */
-  readonly failureBackoffMs?: number;
-  /** L1 entry lifetime in seconds. Default 60. */
-  readonly l1MaxAgeSeconds?: number;
-}
-
-export interface TokenServiceDeps {
-  readonly store: TokenStore;
-  readonly sealer: Sealer;
-  readonly credentials: CredentialsSource;
-  readonly mint: Minter;
-  readonly clock: Clock;
-  readonly random: () => number;
-  readonly logger: CoreLogger;
-  readonly count?: (metric: CoreMetric) => void;
-  /** Identifies this instance as a lease owner. */
-  readonly instanceId: string;
-}
-
-/** How a vend was served, for the audit line and metrics. */
-export interface VendOutcome {
-  /** Where the token came from: this instance's memory, DynamoDB, or the provider. */
-  readonly tier: 'l1' | 'l2' | 'provider';
-  /** A new token replaced an existing one (refresh-ahead, rotation, min_ttl). */
-  readonly refreshed: boolean;
-  /** This caller waited for another instance's refresh. */
-  readonly waited: boolean;
-  /** DynamoDB failed and the token was served without it. */
-  readonly degraded: boolean;
-}
-
-export interface VendResult {
-  readonly token: Token;
-  readonly outcome: VendOutcome;
-}
-
-const outcome = (tier: VendOutcome['tier'], flags: Partial<VendOutcome> = {}): VendOutcome => ({
-  tier,
-  refreshed: false,
-  waited: false,
-  degraded: false,
-  ...flags,
-});
 
 /**
  * The two-tier token cache of SPEC section 5: L1 in memory, L2 in DynamoDB,
  * a conditional-write lease so one caller across all instances refreshes,
- * refresh-ahead, and degraded service when DynamoDB fails.
+ * refresh-ahead, and degraded service when DynamoDB or Secrets Manager fails.
+ * The freshness rules themselves live in freshness.ts; this is the protocol.
  */
 export class TokenService {
   readonly #deps: TokenServiceDeps;
@@ -138,7 +75,7 @@ export class TokenService {
   readonly #pollMaxMs: number;
   readonly #failureBackoffMs: number;
   readonly #degradedFailures = new Map<string, RefreshFailure>();
-  #lastForcedReadMs = Number.NEGATIVE_INFINITY;
+  readonly #versions: VersionCheck;
 
   constructor(deps: TokenServiceDeps, config: TokenServiceConfig = {}) {
     this.#deps = deps;
@@ -149,29 +86,41 @@ export class TokenService {
     this.#pollInitialMs = config.pollInitialMs ?? 50;
     this.#pollMaxMs = config.pollMaxMs ?? 800;
     this.#failureBackoffMs = config.failureBackoffMs ?? 5000;
+    this.#versions = new VersionCheck(deps.credentials, deps.clock);
   }
 
-  /** A token for `scope` (undefined: unscoped) with more than `minTtl` seconds left. */
+  /**
+   * A token for `scope` (undefined: unscoped) with more than `minTtl` seconds
+   * left. Concurrent callers of one scope share one lookup whatever their
+   * min_ttl; a caller whose min_ttl the shared result cannot meet checks again.
+   */
   async getToken(scope: string | undefined, minTtl: number): Promise<VendResult> {
     const key = tokenKey(scope);
-    const credentials = await this.#deps.credentials.get();
-    const cached = this.#l1.get(key, this.#now());
-    if (cached && this.#fresh(cached, minTtl, credentials)) {
-      return { token: cached, outcome: outcome('l1') };
+    for (let joins = 0; ; ) {
+      const credentials = await this.#credentialsIfReadable();
+      const cached = this.#l1.get(key, this.#now());
+      if (cached && credentials && this.#fresh(cached, minTtl, credentials)) {
+        return { token: cached, outcome: outcome('l1') };
+      }
+      const lookup = () => this.#lookup(key, scope, minTtl, credentials);
+      if (joins >= MAX_FLIGHT_JOINS) return lookup();
+      const flight = this.#flights.run(key, lookup);
+      const result = await flight.promise;
+      if (!flight.joined || isServable(result.token, minTtl, this.#now())) return result;
+      joins++;
     }
-    return this.#flights.run(`${key}|${minTtl}`, () =>
-      this.#fromStore(key, scope, minTtl, credentials),
-    );
   }
 
   /** Mints a new token now under the lease, whatever the cache holds (operator refresh). */
   async refresh(scope: string | undefined): Promise<VendResult> {
     const key = tokenKey(scope);
-    const credentials = await this.#deps.credentials.get();
-    if (!(await this.#tryLease(key, this.#deps.clock.now()))) {
+    const known = await this.#credentialsIfReadable();
+    const view = await this.#view(await this.#deps.store.get(key), known);
+    if (!view.canReplace || !view.credentials) throw credentialsUnavailable();
+    if (!(await this.#tryLease(key, this.#deps.clock.now(), view.revision))) {
       throw new UpstreamUnavailableError('Another refresh of this scope is in progress.', 1);
     }
-    return this.#mintUnderLease(key, scope, credentials, undefined, 0);
+    return this.#mintUnderLease(key, scope, view.credentials, undefined, 0);
   }
 
   /** Forgets this instance's L1 entries (tests, operator invalidation). */
@@ -180,12 +129,22 @@ export class TokenService {
     else this.#l1.delete(tokenKey(scope));
   }
 
+  /** The cached credentials, or undefined while the secret cannot be read at all. */
+  async #credentialsIfReadable(): Promise<ProviderCredentials | undefined> {
+    try {
+      return await this.#deps.credentials.get();
+    } catch (error) {
+      if (error instanceof CredentialsUnavailableError) return undefined;
+      throw error;
+    }
+  }
+
   /** Any StoreUnavailableError on the shared path turns into degraded service. */
-  async #fromStore(
+  async #lookup(
     key: string,
     scope: string | undefined,
     minTtl: number,
-    credentials: ProviderCredentials,
+    credentials: ProviderCredentials | undefined,
   ): Promise<VendResult> {
     try {
       return await this.#fromShared(key, scope, minTtl, credentials);
@@ -201,29 +160,78 @@ export class TokenService {
     key: string,
     scope: string | undefined,
     minTtl: number,
-    known: ProviderCredentials,
+    known: ProviderCredentials | undefined,
   ): Promise<VendResult> {
     const item = await this.#deps.store.get(key);
-    const credentials = await this.#recheckVersion(item, known);
-    const current = await this.#open(item, credentials);
-    if (current && this.#fresh(current, minTtl, credentials)) {
-      this.#l1.set(key, current, this.#now());
-      return { token: current, outcome: outcome('l2') };
+    const view = await this.#view(item, known);
+    const { token } = view;
+    if (
+      token &&
+      view.canReplace &&
+      view.credentials &&
+      this.#fresh(token, minTtl, view.credentials)
+    ) {
+      this.#l1.set(key, token, this.#now());
+      return { token, outcome: outcome('l2') };
     }
-    const servable = current && this.#servable(current, minTtl) ? current : undefined;
+    const servable = token && isServable(token, minTtl, this.#now()) ? token : undefined;
+    if (!view.canReplace || !view.credentials) return this.#serveUnverified(scope, servable);
     const nowMs = this.#deps.clock.now();
-    const backingOff = this.#backingOff(item?.failure, nowMs);
-    if (backingOff) {
+    const backOff = backingOff(item?.failure, nowMs, this.#failureBackoffMs);
+    if (backOff) {
       // A refresh failed moments ago: keep serving what we have, or fail fast alike.
       if (servable) return { token: servable, outcome: outcome('l2') };
-      throw backingOff;
+      throw backOff;
     }
-    if (await this.#tryLease(key, nowMs, item?.token?.expiresAt ?? null)) {
-      return this.#mintUnderLease(key, scope, credentials, servable, minTtl);
+    if (await this.#tryLease(key, nowMs, view.revision)) {
+      return this.#mintUnderLease(key, scope, view.credentials, servable, minTtl);
     }
     // Another caller refreshes: everyone else keeps receiving the current token.
     if (servable) return { token: servable, outcome: outcome('l2') };
-    return this.#waitForRefresh(key, scope, minTtl, credentials);
+    return this.#waitForRefresh(key, scope, minTtl, view.credentials);
+  }
+
+  /**
+   * Reads what an item offers this caller. A token of another credentials
+   * version makes the instance re-read the secret (once per version seen per
+   * 30 s) before judging it: the same version as the re-read secret is
+   * current; another one is older and is neither served nor kept. Without a
+   * readable secret the token can be served but not replaced.
+   */
+  async #view(
+    item: StoredItem | undefined,
+    known: ProviderCredentials | undefined,
+  ): Promise<ItemView> {
+    const revision = item?.revision ?? null;
+    const stored = item?.token;
+    const base = { revision, ...(known ? { credentials: known } : {}) };
+    if (!item || !stored || stored.expiresAt <= this.#now()) {
+      return { ...base, canReplace: known !== undefined };
+    }
+    if (!known) return { ...base, ...(await this.#unseal(item)), canReplace: false };
+    if (stored.credentialsVersion === known.version) {
+      return { ...base, ...(await this.#unseal(item)), canReplace: true };
+    }
+    const current = await this.#versions.currentFor(stored.credentialsVersion);
+    if (!current) return { ...base, ...(await this.#unseal(item)), canReplace: false };
+    if (current.version === stored.credentialsVersion) {
+      return { revision, credentials: current, ...(await this.#unseal(item)), canReplace: true };
+    }
+    this.#deps.count?.('StaleCredentialTokens');
+    return { revision, credentials: current, canReplace: true };
+  }
+
+  /**
+   * Serves a stored token whose version cannot be checked because the secret
+   * cannot be read (degraded), or answers 503 when there is none to serve.
+   */
+  #serveUnverified(scope: string | undefined, servable: Token | undefined): VendResult {
+    if (!servable) throw credentialsUnavailable();
+    this.#deps.count?.('Degraded');
+    this.#deps.logger.warn('credentials secret unreadable; serving the cached token unverified', {
+      scope: scope ?? 'unscoped',
+    });
+    return { token: servable, outcome: outcome('l2', { degraded: true }) };
   }
 
   async #mintUnderLease(
@@ -237,15 +245,10 @@ export class TokenService {
     const owner = this.#deps.instanceId;
     let token: Token;
     try {
-      token = await this.#mint(
-        key,
-        scope,
-        credentials,
-        this.#deps.clock.now() + this.#leaseMs - 500,
-      );
+      token = await this.#mint(scope, credentials, this.#deps.clock.now() + this.#leaseMs - 500);
     } catch (error) {
-      await this.#release(key, this.#failureOf(error));
-      if (servable && this.#servable(servable, minTtl)) {
+      await this.#release(key, failureOf(error, this.#deps.clock.now()));
+      if (servable && isServable(servable, minTtl, this.#now())) {
         this.#deps.logger.warn('refresh failed; serving the current token', {
           scope: scope ?? 'unscoped',
           error: describe(error),
@@ -281,6 +284,12 @@ export class TokenService {
     };
   }
 
+  /**
+   * Polls while another instance refreshes. Each poll goes through the same
+   * view (version check included) as a first read, so a waiter never serves a
+   * token short of min_ttl or of an older version, and never takes over the
+   * lease to overwrite a token of a version it has not verified as older.
+   */
   async #waitForRefresh(
     key: string,
     scope: string | undefined,
@@ -298,21 +307,26 @@ export class TokenService {
       );
       delay = Math.min(delay * 2, this.#pollMaxMs);
       const item = await this.#deps.store.get(key);
-      const current = await this.#open(item, credentials);
-      if (current && this.#servable(current, minTtl)) {
-        this.#l1.set(key, current, this.#now());
-        return { token: current, outcome: outcome('l2', { waited: true }) };
+      const view = await this.#view(item, credentials);
+      const servable =
+        view.token && isServable(view.token, minTtl, this.#now()) ? view.token : undefined;
+      if (servable && view.canReplace) {
+        this.#l1.set(key, servable, this.#now());
+        return { token: servable, outcome: outcome('l2', { waited: true }) };
       }
+      if (!view.canReplace || !view.credentials) return this.#serveUnverified(scope, servable);
       const nowMs = clock.now();
       if (item?.failure && item.failure.atMs >= startedMs) {
         throw recentFailure(item.failure.code, Math.ceil(this.#failureBackoffMs / 1000));
       }
       if (item?.leaseUntil === undefined || item.leaseUntil < nowMs) {
         // The holder died or gave up: take over (unless a token just appeared).
-        if (await this.#tryLease(key, nowMs, item?.token?.expiresAt ?? null)) {
+        if (await this.#tryLease(key, nowMs, view.revision)) {
           this.#deps.count?.('LeaseTakeovers');
           this.#deps.logger.warn('took over an expired lease', { scope: scope ?? 'unscoped' });
-          return this.#mintUnderLease(key, scope, credentials, undefined, minTtl, { waited: true });
+          return this.#mintUnderLease(key, scope, view.credentials, undefined, minTtl, {
+            waited: true,
+          });
         }
       }
     }
@@ -324,32 +338,15 @@ export class TokenService {
 
   /**
    * Takes this instance's lease on `key` if it is free or ran out and, given
-   * `seenExpiresAt`, only while the stored token is still the one read.
+   * `seenRevision`, only while the stored token is still the one read.
    */
-  #tryLease(key: string, nowMs: number, seenExpiresAt?: number | null): Promise<boolean> {
+  #tryLease(key: string, nowMs: number, seenRevision?: number | null): Promise<boolean> {
     return this.#deps.store.tryAcquireLease(
       key,
       this.#deps.instanceId,
       nowMs,
       nowMs + this.#leaseMs,
-      seenExpiresAt,
-    );
-  }
-
-  /** A failed refresh as recorded: now, and the SPEC code of its error. */
-  #failureOf(error: unknown): RefreshFailure {
-    return {
-      atMs: this.#deps.clock.now(),
-      code: error instanceof VendError ? error.code : 'internal_error',
-    };
-  }
-
-  /** The error to answer with while a recent failure backs off, else undefined. */
-  #backingOff(failure: RefreshFailure | undefined, nowMs: number): VendError | undefined {
-    if (!failure || nowMs - failure.atMs >= this.#failureBackoffMs) return undefined;
-    return recentFailure(
-      failure.code,
-      Math.ceil((this.#failureBackoffMs - (nowMs - failure.atMs)) / 1000),
+      seenRevision,
     );
   }
 
@@ -362,50 +359,33 @@ export class TokenService {
     }
   }
 
-  /**
-   * A stored token minted under another secret version may mean this instance's
-   * cached secret is the old one: re-read it (at most every 30 s) before
-   * judging the token stale, so instances on two versions do not re-mint each
-   * other's tokens.
-   */
-  async #recheckVersion(
-    item: StoredItem | undefined,
-    credentials: ProviderCredentials,
-  ): Promise<ProviderCredentials> {
-    const stored = item?.token?.credentialsVersion;
-    if (stored === undefined || stored === credentials.version) return credentials;
-    const nowMs = this.#deps.clock.now();
-    if (nowMs - this.#lastForcedReadMs < VERSION_RECHECK_MS) return credentials;
-    this.#lastForcedReadMs = nowMs;
-    return this.#deps.credentials.get({ forceRefresh: true });
-  }
-
   /** Serves without DynamoDB: from L1 if it has a servable token, else straight from the provider. */
   async #degraded(
     key: string,
     scope: string | undefined,
     minTtl: number,
-    credentials: ProviderCredentials,
+    credentials: ProviderCredentials | undefined,
     error: unknown,
   ): Promise<VendResult> {
     this.#storeFailed('read', error);
     const cached = this.#l1.get(key, this.#now());
     if (
       cached &&
-      cached.credentialsVersion === credentials.version &&
-      this.#servable(cached, minTtl)
+      (credentials === undefined || cached.credentialsVersion === credentials.version) &&
+      isServable(cached, minTtl, this.#now())
     ) {
       return { token: cached, outcome: outcome('l1', { degraded: true }) };
     }
+    if (!credentials) throw credentialsUnavailable();
     // Without the shared failure record, back off per instance instead.
     const nowMs = this.#deps.clock.now();
-    const backingOff = this.#backingOff(this.#degradedFailures.get(key), nowMs);
-    if (backingOff) throw backingOff;
+    const backOff = backingOff(this.#degradedFailures.get(key), nowMs, this.#failureBackoffMs);
+    if (backOff) throw backOff;
     let token: Token;
     try {
-      token = await this.#mint(key, scope, credentials, nowMs + this.#leaseMs);
+      token = await this.#mint(scope, credentials, nowMs + this.#leaseMs);
     } catch (mintError) {
-      this.#degradedFailures.set(key, this.#failureOf(mintError));
+      this.#degradedFailures.set(key, failureOf(mintError, this.#deps.clock.now()));
       throw mintError;
     }
     this.#degradedFailures.delete(key);
@@ -413,78 +393,26 @@ export class TokenService {
     return { token, outcome: outcome('provider', { degraded: true }) };
   }
 
-  /** Calls the provider; after a 401/403 re-reads the secret once and retries if it changed. */
-  async #mint(
-    key: string,
-    scope: string | undefined,
-    credentials: ProviderCredentials,
-    deadlineMs: number,
-  ): Promise<Token> {
-    const attempt = async (creds: ProviderCredentials): Promise<Token> => {
-      const issuedAt = this.#now();
-      this.#deps.count?.('UpstreamRequests');
-      try {
-        const grant = await this.#deps.mint(creds, scope, deadlineMs);
-        return {
-          accessToken: grant.accessToken,
-          tokenType: 'Bearer',
-          ...(scope === undefined ? {} : { scope }),
-          issuedAt,
-          expiresAt: issuedAt + grant.expiresIn,
-          ...(grant.createdAt === undefined ? {} : { providerCreatedAt: grant.createdAt }),
-          credentialsVersion: creds.version,
-        };
-      } catch (error) {
-        this.#deps.count?.('UpstreamErrors');
-        throw error;
-      }
-    };
-    try {
-      return await attempt(credentials);
-    } catch (error) {
-      if (!(error instanceof UpstreamCredentialsRejectedError)) throw error;
-      const reread = await this.#deps.credentials.get({ forceRefresh: true });
-      if (
-        reread.version === credentials.version &&
-        reread.key === credentials.key &&
-        reread.secret === credentials.secret
-      ) {
-        throw error;
-      }
-      this.#deps.logger.info(
-        'provider rejected the credentials; retrying with the re-read secret',
-        {
-          key,
-          credentialsVersion: reread.version,
-        },
-      );
-      return attempt(reread);
-    }
+  /** Mints upstream (mint-token.ts: the 401 re-read included). */
+  #mint(scope: string | undefined, credentials: ProviderCredentials, deadlineMs: number) {
+    return mintToken(this.#deps, scope, credentials, deadlineMs);
   }
 
-  /** Unseals a stored token; anything unusable is a miss, never an error to the caller. */
-  async #open(
-    item: StoredItem | undefined,
-    credentials: ProviderCredentials,
-  ): Promise<Token | undefined> {
-    const stored = item?.token;
-    if (!item || !stored) return undefined;
-    if (stored.expiresAt <= this.#now()) return undefined;
-    if (stored.credentialsVersion !== credentials.version) {
-      this.#deps.count?.('StaleCredentialTokens');
-      return undefined;
-    }
+  /** Unseals a stored token; one that cannot be unsealed is a miss, never an error to the caller. */
+  async #unseal(item: StoredItem): Promise<{ token?: Token }> {
+    const stored = item.token;
+    if (!stored) return {};
     try {
       const accessToken = await this.#deps.sealer.unseal(stored.sealed, item.pk);
       const { sealed: _, ...meta } = stored;
-      return { ...meta, accessToken };
+      return { token: { ...meta, accessToken } };
     } catch (error) {
       this.#deps.count?.('UnsealFailures');
       this.#deps.logger.warn('cached token could not be unsealed; re-minting', {
         key: item.pk,
         error: describe(error),
       });
-      return undefined;
+      return {};
     }
   }
 
@@ -500,38 +428,19 @@ export class TokenService {
     return epochSeconds(this.#deps.clock);
   }
 
-  /** Lifetime-relative bounds, so a provider issuing short-lived tokens does not cause a mint storm. */
-  #lifetime(token: Token): number {
-    return token.expiresAt - token.issuedAt;
-  }
-
-  /**
-   * Has more than min_ttl left. When the provider issues tokens that live
-   * hardly longer than min_ttl, a token within a minute of its full lifetime
-   * is the best there is, so min_ttl is capped at lifetime - 60.
-   */
-  #servable(token: Token, minTtl: number): boolean {
-    const cap = Math.max(0, this.#lifetime(token) - SHORT_LIFETIME_MARGIN_SECONDS);
-    return token.expiresAt - this.#now() > Math.min(minTtl, cap);
-  }
-
-  /** Servable, minted with the current secret and outside the refresh-ahead window. */
+  /** Fresh (freshness.ts) and minted with the current secret. */
   #fresh(token: Token, minTtl: number, credentials: ProviderCredentials): boolean {
-    const window = Math.min(this.#refreshAhead, this.#lifetime(token) / 2);
     return (
       token.credentialsVersion === credentials.version &&
-      this.#servable(token, minTtl) &&
-      token.expiresAt - this.#now() > window
+      isFresh(token, minTtl, this.#now(), this.#refreshAhead)
     );
   }
 }
 
-/** An error's name and code for logs; never its message, which could quote a response. */
-function describe(error: unknown): Record<string, unknown> {
-  if (error instanceof StoreUnavailableError) return { name: error.name, message: error.message };
-  if (error instanceof Error) {
-    const code = (error as { code?: unknown }).code;
-    return { name: error.name, ...(typeof code === 'string' ? { code } : {}) };
-  }
-  return { name: typeof error };
+/** The 503 for a secret that cannot be read and no token to serve without it. */
+function credentialsUnavailable(): UpstreamUnavailableError {
+  return new UpstreamUnavailableError(
+    'The provider credentials cannot be read right now; try again shortly.',
+    5,
+  );
 }

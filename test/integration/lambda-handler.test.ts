@@ -95,6 +95,57 @@ describe('vend-token Lambda handler', () => {
     expect(sm.commandCalls(GetSecretValueCommand)).toHaveLength(1);
   });
 
+  describe('Secrets Manager unreachable at a cold start', () => {
+    const unreachable = () => {
+      sm.reset();
+      sm.on(GetSecretValueCommand).rejects(
+        Object.assign(new Error('connect ETIMEDOUT'), { name: 'TimeoutError' }),
+      );
+    };
+
+    it('serves the still-valid token DynamoDB holds, never a 500', async () => {
+      // Prepare: a warm instance cached a token; then a new instance starts while SM is down
+      const warm = await import('../../functions/vend-token/handler.js');
+      const first = await warm.handler(urlEvent({ query: 'scope=ba_demo_1' }), context);
+      vi.resetModules();
+      unreachable();
+      const cold = await import('../../functions/vend-token/handler.js');
+
+      // Act
+      const result = await cold.handler(urlEvent({ query: 'scope=ba_demo_1' }), context);
+
+      // Assess
+      expect(typeof result === 'object' && result.statusCode).toBe(200);
+      expect(typeof result === 'object' && JSON.parse(result.body ?? '{}').access_token).toBe(
+        typeof first === 'object' && JSON.parse(first.body ?? '{}').access_token,
+      );
+    });
+
+    it('answers 503 upstream_unavailable with Retry-After when nothing is servable', async () => {
+      // Prepare: an empty table
+      const client = dynamoClient();
+      process.env.TABLE_NAME = await createTestTable(client);
+      client.destroy();
+      unreachable();
+      const { handler } = await import('../../functions/vend-token/handler.js');
+      const requestsBefore = sim.stats.tokenRequests;
+
+      // Act
+      const result = await handler(urlEvent({ query: 'scope=ba_demo_1' }), context);
+
+      // Assess
+      const answer = result as {
+        statusCode: number;
+        headers: Record<string, string>;
+        body: string;
+      };
+      expect(answer.statusCode).toBe(503);
+      expect(JSON.parse(answer.body).code).toBe('upstream_unavailable');
+      expect(answer.headers['retry-after']).toMatch(/^[1-9]\d*$/);
+      expect(sim.stats.tokenRequests).toBe(requestsBefore);
+    });
+  });
+
   it('refuses to start with an access policy naming an unlisted scope', async () => {
     process.env.ACCESS_POLICY = JSON.stringify({
       scopes: ['ba_demo_1'],

@@ -23,13 +23,12 @@ export class MemoryTokenStore implements TokenStore {
     owner: string,
     nowMs: number,
     untilMs: number,
-    seenExpiresAt?: number | null,
+    seenRevision?: number | null,
   ): Promise<boolean> {
     this.#check();
-    const item = this.items.get(pk) ?? { pk };
+    const item = this.items.get(pk) ?? { pk, revision: null };
     if (item.leaseUntil !== undefined && item.leaseUntil >= nowMs) return false;
-    if (seenExpiresAt !== undefined && (item.token?.expiresAt ?? null) !== seenExpiresAt)
-      return false;
+    if (seenRevision !== undefined && item.revision !== seenRevision) return false;
     this.items.set(pk, { ...item, leaseOwner: owner, leaseUntil: untilMs });
     return true;
   }
@@ -42,7 +41,7 @@ export class MemoryTokenStore implements TokenStore {
     this.#check();
     const item = this.items.get(pk);
     if (item?.leaseOwner !== owner) return false;
-    this.items.set(pk, { pk, token });
+    this.items.set(pk, { pk, token, revision: token.expiresAt });
     return true;
   }
 

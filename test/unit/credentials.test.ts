@@ -12,6 +12,7 @@ import {
   SecretsManagerCredentials,
   StaticCredentials,
 } from '../../functions/adapters/credentials.js';
+import { ConfigError, CredentialsUnavailableError } from '../../functions/core/errors.js';
 import type { CredentialsSource } from '../../functions/core/ports.js';
 
 type Logger = ConstructorParameters<typeof SecretsManagerCredentials>[0]['logger'];
@@ -151,7 +152,7 @@ describe('SecretsManagerCredentials', () => {
     ['InternalServiceError', internalError],
     ['ResourceNotFoundException', notFound],
   ])(
-    'keeps the last good credentials when a forced re-read fails with %s, and warns',
+    'a forced re-read that fails with %s says so (the cached value is not known to be current), warns, and keeps the cache for plain reads',
     async (_name, failure) => {
       // Prepare
       sm.on(GetSecretValueCommand).resolvesOnce(secretValue(V1, 'ver-1')).rejects(failure());
@@ -159,14 +160,17 @@ describe('SecretsManagerCredentials', () => {
       await credentials.get();
 
       // Act
-      const result = await credentials.get({ forceRefresh: true });
+      const forced = await credentials.get({ forceRefresh: true }).catch((e: unknown) => e);
+      const plain = await credentials.get();
 
       // Assess
-      expect(result).toEqual({ ...V1, version: 'ver-1' });
+      expect(forced).toBeInstanceOf(CredentialsUnavailableError);
+      expect(forced).toMatchObject({ name: 'CredentialsUnavailableError' });
+      expect(plain).toEqual({ ...V1, version: 'ver-1' });
       expect(sm).toHaveReceivedCommandTimes(GetSecretValueCommand, 2);
       expect(logger.warn).toHaveBeenCalledTimes(1);
       expect(logger.warn).toHaveBeenCalledWith(
-        'credentials secret could not be re-read; using the cached value',
+        'credentials secret could not be read',
         expect.any(Object),
       );
       expect(JSON.stringify(logger.warn.mock.calls)).not.toContain(V1.secret);
@@ -200,12 +204,14 @@ describe('SecretsManagerCredentials', () => {
     await credentials.get();
 
     // Act
-    const during = await credentials.get({ forceRefresh: true });
+    const forcedDuring = await credentials.get({ forceRefresh: true }).catch((e: unknown) => e);
+    const during = await credentials.get();
     const callsDuring = sm.commandCalls(GetSecretValueCommand).length;
     vi.setSystemTime(START.getTime() + 332_000);
     const after = await credentials.get();
 
     // Assess
+    expect(forcedDuring).toBeInstanceOf(CredentialsUnavailableError);
     expect(during.version).toBe('ver-1');
     expect(callsDuring).toBe(2);
     expect(after.version).toBe('ver-2');
@@ -215,26 +221,29 @@ describe('SecretsManagerCredentials', () => {
   it.each([
     ['InternalServiceError', internalError],
     ['ResourceNotFoundException', notFound],
-  ])('throws CredentialsSecretError when the first read fails with %s', async (_name, failure) => {
-    // Prepare
-    const sdkError = failure();
-    sm.on(GetSecretValueCommand).rejects(sdkError);
+  ])(
+    'throws CredentialsUnavailableError when the first read fails with %s',
+    async (_name, failure) => {
+      // Prepare
+      const sdkError = failure();
+      sm.on(GetSecretValueCommand).rejects(sdkError);
 
-    // Act
-    const error = await source()
-      .get()
-      .catch((e: unknown) => e);
+      // Act
+      const error = await source()
+        .get()
+        .catch((e: unknown) => e);
 
-    // Assess
-    expect(error).toBeInstanceOf(CredentialsSecretError);
-    expect(error).toMatchObject({
-      name: 'CredentialsSecretError',
-      message: 'The credentials secret could not be read.',
-    });
-    // The SDK's error is kept as the cause (Powertools wraps it once more).
-    const cause = (error as Error).cause as Error;
-    expect(cause === sdkError || cause.cause === sdkError).toBe(true);
-  });
+      // Assess
+      expect(error).toBeInstanceOf(CredentialsUnavailableError);
+      expect(error).toMatchObject({
+        name: 'CredentialsUnavailableError',
+        message: 'The credentials secret could not be read.',
+      });
+      // The SDK's error is kept as the cause (Powertools wraps it once more).
+      const cause = (error as Error).cause as Error;
+      expect(cause === sdkError || cause.cause === sdkError).toBe(true);
+    },
+  );
 
   it.each([
     ['not JSON', 'key=pk_live_x;secret=sk_live_leaky_value'],
@@ -275,6 +284,31 @@ describe('SecretsManagerCredentials', () => {
     // Assess
     expect(error).toBeInstanceOf(CredentialsSecretError);
     expect(error).toMatchObject({ name: 'CredentialsSecretError' });
+  });
+});
+
+describe('a provider key containing ":" (Basic joins key:secret literally)', () => {
+  it('is refused when the secret is loaded, without quoting the key or the secret', async () => {
+    // Prepare
+    sm.on(GetSecretValueCommand).resolves(
+      secretValue({ key: 'pk_live:leaky', secret: 'sk_live_leaky_value' }, 'ver-1'),
+    );
+
+    // Act
+    const error = await source()
+      .get()
+      .catch((e: unknown) => e);
+
+    // Assess
+    expect(error).toBeInstanceOf(CredentialsSecretError);
+    expect((error as Error).message).toContain('contains ":"');
+    expect(JSON.stringify({ m: (error as Error).message })).not.toContain('leaky');
+  });
+
+  it('is refused by StaticCredentials (local stack) with a ConfigError', () => {
+    expect(() => new StaticCredentials({ key: 'a:b', secret: 's', version: 'local' })).toThrow(
+      ConfigError,
+    );
   });
 });
 

@@ -1,73 +1,7 @@
-import { beforeEach, describe, expect, it, vi } from 'vitest';
-import { StaticCredentials } from '../../functions/adapters/credentials.js';
-import { AesGcmSealer } from '../../functions/adapters/sealers.js';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { UpstreamUnavailableError } from '../../functions/core/errors.js';
-import type { ProviderCredentials } from '../../functions/core/ports.js';
-import type { TokenGrant } from '../../functions/core/provider-client.js';
-import {
-  type Minter,
-  TokenService,
-  type TokenServiceConfig,
-} from '../../functions/core/token-service.js';
-import { TestClock } from '../support/clock.js';
-import { MemoryTokenStore } from '../support/memory-store.js';
-
-const CREDS = { key: 'k', secret: 's', version: 'v1' };
-
-/** A provider fake: counts mints, returns numbered tokens, can fail. */
-function fakeProvider(expiresIn = 7200) {
-  const state = {
-    mints: 0,
-    fail: undefined as Error | undefined,
-    seen: [] as ProviderCredentials[],
-  };
-  const mint: Minter = async (credentials, scope): Promise<TokenGrant> => {
-    state.mints++;
-    state.seen.push(credentials);
-    if (state.fail) throw state.fail;
-    return {
-      accessToken: `tok-${state.mints}`,
-      tokenType: 'Bearer',
-      expiresIn,
-      ...(scope === undefined ? {} : { scope }),
-    };
-  };
-  return { state, mint };
-}
-
-function setup(options: { config?: TokenServiceConfig; expiresIn?: number } = {}) {
-  const clock = new TestClock({ virtualSleep: true });
-  const store = new MemoryTokenStore();
-  const sealer = new AesGcmSealer();
-  const credentials = new StaticCredentials(CREDS);
-  const provider = fakeProvider(options.expiresIn);
-  const logger = { info: vi.fn(), warn: vi.fn(), error: vi.fn() };
-  const instance = (id: string) =>
-    new TokenService(
-      {
-        store,
-        sealer,
-        credentials,
-        mint: provider.mint,
-        clock,
-        random: () => 0.5,
-        logger,
-        instanceId: id,
-      },
-      options.config,
-    );
-  return {
-    clock,
-    store,
-    sealer,
-    credentials,
-    provider,
-    logger,
-    instance,
-    a: instance('a'),
-    b: instance('b'),
-  };
-}
+import { TokenService } from '../../functions/core/token-service.js';
+import { CREDS, setup } from '../support/token-service-fixture.js';
 
 describe('TokenService', () => {
   let t: ReturnType<typeof setup>;

@@ -1,0 +1,82 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Clock } from './clock.js';
+import type { CredentialsSource, ProviderCredentials, Sealer, Token, TokenStore } from './ports.js';
+import type { TokenGrant } from './provider-client.js';
+
+/** Mints a token upstream; `deadlineMs` bounds retries. */
+export type Minter = (
+  credentials: ProviderCredentials,
+  scope: string | undefined,
+  deadlineMs: number,
+) => Promise<TokenGrant>;
+
+/** What the core needs to log: a subset of the Powertools Logger. */
+export type CoreLogger = Pick<Logger, 'info' | 'warn' | 'error'>;
+
+/** Counters the core reports (a Powertools Metrics adapter sits behind it). */
+export type CoreMetric =
+  | 'UpstreamRequests'
+  | 'UpstreamErrors'
+  | 'LeaseWaits'
+  | 'LeaseTakeovers'
+  | 'Degraded'
+  | 'UnsealFailures'
+  | 'StaleCredentialTokens';
+
+export interface TokenServiceConfig {
+  /** Seconds before expiry when one caller refreshes. Default 900. */
+  readonly refreshAheadSeconds?: number;
+  /** Lease length in ms. Default 10 000. */
+  readonly leaseMs?: number;
+  /** Longest a caller waits for another instance's refresh. Default leaseMs + 3000. */
+  readonly maxWaitMs?: number;
+  /** First poll delay while waiting; doubles up to pollMaxMs. Defaults 50 and 800. */
+  readonly pollInitialMs?: number;
+  readonly pollMaxMs?: number;
+  /** After a failed refresh, no new attempt for this long. Default 5000. */
+  readonly failureBackoffMs?: number;
+  /** L1 entry lifetime in seconds. Default 60. */
+  readonly l1MaxAgeSeconds?: number;
+}
+
+export interface TokenServiceDeps {
+  readonly store: TokenStore;
+  readonly sealer: Sealer;
+  readonly credentials: CredentialsSource;
+  readonly mint: Minter;
+  readonly clock: Clock;
+  readonly random: () => number;
+  readonly logger: CoreLogger;
+  readonly count?: (metric: CoreMetric) => void;
+  /** Identifies this instance as a lease owner. */
+  readonly instanceId: string;
+}
+
+/** How a vend was served, for the audit line and metrics. */
+export interface VendOutcome {
+  /** Where the token came from: this instance's memory, DynamoDB, or the provider. */
+  readonly tier: 'l1' | 'l2' | 'provider';
+  /** A new token replaced an existing one (refresh-ahead, rotation, min_ttl). */
+  readonly refreshed: boolean;
+  /** This caller waited for another instance's refresh. */
+  readonly waited: boolean;
+  /** DynamoDB failed and the token was served without it. */
+  readonly degraded: boolean;
+}
+
+export interface VendResult {
+  readonly token: Token;
+  readonly outcome: VendOutcome;
+}
+
+/** An outcome with the given tier and flags, the other flags false. */
+export const outcome = (
+  tier: VendOutcome['tier'],
+  flags: Partial<VendOutcome> = {},
+): VendOutcome => ({
+  tier,
+  refreshed: false,
+  waited: false,
+  degraded: false,
+  ...flags,
+});

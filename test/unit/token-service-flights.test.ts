@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { setup, storeToken } from '../support/token-service-fixture.js';
+
+/** min_ttl values spread over the whole allowed range, as many callers would ask. */
+const spread = (count: number): number[] =>
+  Array.from({ length: count }, (_, i) => Math.floor((i * 3600) / (count - 1)));
+
+describe('one flight per scope, whatever min_ttl callers ask', () => {
+  it('200 cold callers of one scope with 200 different min_ttl values share one lookup: 1 mint, 3 store calls', async () => {
+    // Prepare
+    const t = setup();
+
+    // Act
+    const results = await Promise.all(spread(200).map((minTtl) => t.a.getToken('ba_1', minTtl)));
+
+    // Assess
+    expect(t.provider.state.mints).toBe(1);
+    expect(t.store.calls).toBe(3); // get, lease, put
+    expect(new Set(results.map((r) => r.token.accessToken))).toEqual(new Set(['tok-1']));
+  });
+
+  it('with the store down (degraded), 100 concurrent callers with different min_ttl make one upstream mint', async () => {
+    // Prepare
+    const t = setup();
+    t.store.down = true;
+
+    // Act
+    const results = await Promise.all(spread(100).map((minTtl) => t.a.getToken('ba_1', minTtl)));
+
+    // Assess
+    expect(t.provider.state.mints).toBe(1);
+    expect(results.every((r) => r.outcome.degraded)).toBe(true);
+  });
+
+  it('a joiner whose min_ttl the landed token cannot meet checks again and gets one that does', async () => {
+    // Prepare: the table holds a token with 1000 s left (fresh for min_ttl 300, short of 2000)
+    const t = setup();
+    await storeToken(t, 'ba_1', { accessToken: 'tok-old', version: 'v1', secondsLeft: 1000 });
+
+    // Act: the first caller starts the lookup, the second joins it
+    const [short, long] = await Promise.all([
+      t.a.getToken('ba_1', 300),
+      t.a.getToken('ba_1', 2000),
+    ]);
+
+    // Assess
+    expect(short.token.accessToken).toBe('tok-old');
+    expect(long.token.accessToken).toBe('tok-1');
+    expect(long.token.expiresAt - Math.floor(t.clock.now() / 1000)).toBeGreaterThan(2000);
+    expect(t.provider.state.mints).toBe(1);
+  });
+
+  it('scopes do not share a flight', async () => {
+    const t = setup();
+
+    const [one, two] = await Promise.all([t.a.getToken('ba_1', 300), t.a.getToken('ba_2', 300)]);
+
+    expect(one.token.scope).toBe('ba_1');
+    expect(two.token.scope).toBe('ba_2');
+    expect(t.provider.state.mints).toBe(2);
+  });
+});
