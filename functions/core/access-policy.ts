@@ -35,14 +35,14 @@ export type AccessPolicyDocument = v.InferOutput<typeof PolicySchema>;
 interface ParsedArn {
   partition: string;
   account: string;
-  /** 'root', 'role', 'user' or 'assumed-role'. */
+  /** 'root', 'role', 'user', 'assumed-role' or 'federated-user'. */
   kind: string;
   /** Role or user name without its path; the role name for assumed roles. */
   name: string;
 }
 
 const CALLER_PATTERN = new RegExp(
-  `^arn:(${PARTITION}):(iam|sts)::(${ACCOUNT}):(root|role|user|assumed-role)(?:/(.+))?$`,
+  `^arn:(${PARTITION}):(iam|sts)::(${ACCOUNT}):(root|role|user|assumed-role|federated-user)(?:/(.+))?$`,
 );
 
 function parseArn(arn: string): ParsedArn | undefined {
@@ -55,6 +55,12 @@ function parseArn(arn: string): ParsedArn | undefined {
     const [name, session] = rest.split('/');
     if (!name || !session) return undefined;
     return { partition, account, kind, name };
+  }
+  if (kind === 'federated-user') {
+    // arn:aws:sts::<acct>:federated-user/<name> (GetFederationToken): one plain name.
+    return service === 'sts' && /^[\w+=,.@-]+$/.test(rest)
+      ? { partition, account, kind, name: rest }
+      : undefined;
   }
   if (service !== 'iam') return undefined;
   if (kind === 'root') return rest ? undefined : { partition, account, kind, name: '' };
@@ -94,6 +100,7 @@ function grantMatches(grant: Grant, callerArn: string, caller: ParsedArn): boole
   if (g.partition !== caller.partition || g.account !== caller.account) return false;
   switch (g.kind) {
     case 'root':
+      // Any principal of the account, federated users included.
       return true;
     case 'role':
       // A role matches its assumed-role sessions whatever the role's path.

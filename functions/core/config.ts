@@ -1,5 +1,6 @@
 import { AccessPolicy } from './access-policy.js';
 import { ConfigError } from './errors.js';
+import { isLoopbackHost } from './loopback.js';
 import type { UnscopedScopeMode } from './provider-client.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -55,6 +56,22 @@ export class EnvReader {
     return value;
   }
 
+  /**
+   * A required URL that secrets may be sent to: `https:`, or `http:` on a
+   * loopback host only, so no secret or token crosses a network in clear.
+   */
+  secureUrl(name: string): string {
+    const value = this.url(name);
+    if (!URL.canParse(value)) return value;
+    const { protocol, hostname } = new URL(value);
+    if (protocol !== 'https:' && !(protocol === 'http:' && isLoopbackHost(hostname))) {
+      this.#problems.push(
+        `${name} must be an https: URL (http: only for localhost, 127.0.0.0/8 or [::1])`,
+      );
+    }
+    return value;
+  }
+
   accessPolicy(name: string): AccessPolicy | undefined {
     const raw = this.required(name);
     if (raw === '') return undefined;
@@ -93,7 +110,7 @@ export function readVendSettings(
 ): VendSettings {
   const policy = reader.accessPolicy('ACCESS_POLICY');
   const settings = {
-    providerBaseUrl: reader.url('PROVIDER_BASE_URL'),
+    providerBaseUrl: reader.secureUrl('PROVIDER_BASE_URL'),
     unscopedScopeMode: reader.oneOf('UNSCOPED_SCOPE_MODE', ['omit', 'empty'] as const, 'omit'),
     refreshAheadSeconds: reader.integer('REFRESH_AHEAD_SECONDS', 900, 60, 3600),
     tableName:

@@ -66,8 +66,28 @@ export function sendTokenRequest(
   });
 }
 
+/**
+ * Longest `expires_in` accepted, in seconds (7 days). The provider's document
+ * says 7200; anything far above it is a broken answer, not a token to cache.
+ */
+export const MAX_EXPIRES_IN_SECONDS = 604_800;
+
+/**
+ * Longest `access_token` accepted, in characters. Far above any token format in
+ * use (JWTs with large claim sets run to 2-4 KB) and at the 8 KB per-header line
+ * most HTTP servers allow, so a longer token could not be sent in a header anyway.
+ */
+export const MAX_ACCESS_TOKEN_LENGTH = 8192;
+
+/** RFC 6750 `b64token`: all a bearer token may contain, so it is safe in an Authorization header. */
+const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+
 const TokenResponseSchema = v.object({
-  access_token: v.pipe(v.string(), v.nonEmpty()),
+  access_token: v.pipe(
+    v.string(),
+    v.maxLength(MAX_ACCESS_TOKEN_LENGTH),
+    v.regex(B64TOKEN), // also rejects ''
+  ),
   token_type: v.pipe(
     v.string(),
     v.check((t) => t.toLowerCase() === 'bearer', 'token_type is not Bearer'),
@@ -76,6 +96,7 @@ const TokenResponseSchema = v.object({
     v.number('expires_in is missing or not a number'),
     v.integer('expires_in is not an integer'),
     v.minValue(1, 'expires_in is not positive'),
+    v.maxValue(MAX_EXPIRES_IN_SECONDS, 'expires_in is too large'),
   ),
   scope: v.optional(v.string()),
   created_at: v.optional(v.pipe(v.number(), v.finite())),

@@ -339,7 +339,6 @@ describe('AccessPolicy.allows', () => {
     `arn:aws:sts::${ACCOUNT}:assumed-role/checkout/`,
     `arn:aws:iam::${ACCOUNT}:assumed-role/checkout/s1`,
     `arn:aws:sts::${ACCOUNT}:role/checkout`,
-    `arn:aws:sts::${ACCOUNT}:federated-user/checkout`,
     `arn:aws:sts::1111:assumed-role/checkout/s1`,
     `arn:aws:sts::${ACCOUNT}:assumed-role/checkout/s1\n`,
     ` arn:aws:sts::${ACCOUNT}:assumed-role/checkout/s1`,
@@ -360,6 +359,116 @@ describe('AccessPolicy.allows', () => {
     // Assess
     expect(results).toEqual([false, false]);
   });
+});
+
+describe('AccessPolicy.allows: federated users (GetFederationToken)', () => {
+  const federated = (name: string, account = ACCOUNT, partition = 'aws'): string =>
+    `arn:${partition}:sts::${account}:federated-user/${name}`;
+
+  const rootPolicy = (account = ACCOUNT): AccessPolicy =>
+    policy({
+      scopes: ['ba_1'],
+      grants: [{ principal: `arn:aws:iam::${account}:root`, scopes: ['ba_1'], unscoped: true }],
+    });
+
+  it('regression: a federated user is granted under a root grant of its account and partition', () => {
+    // Act
+    const results = [
+      rootPolicy().allows(federated('alice'), 'ba_1'),
+      rootPolicy().allows(federated('bob@example.com'), undefined),
+    ];
+
+    // Assess
+    expect(results).toEqual([true, true]);
+  });
+
+  it('denies a federated user under the root grant of another account or partition', () => {
+    // Act
+    const results = [
+      rootPolicy(OTHER_ACCOUNT).allows(federated('alice'), 'ba_1'),
+      rootPolicy().allows(federated('alice', OTHER_ACCOUNT), 'ba_1'),
+      rootPolicy().allows(federated('alice', ACCOUNT, 'aws-cn'), 'ba_1'),
+    ];
+
+    // Assess
+    expect(results).toEqual([false, false, false]);
+  });
+
+  it('denies a federated user under a role or user grant of the same name', () => {
+    // Prepare
+    const parsed = policy({
+      scopes: ['ba_1'],
+      grants: [
+        { principal: `arn:aws:iam::${ACCOUNT}:role/alice`, scopes: ['ba_1'], unscoped: true },
+        { principal: `arn:aws:iam::${ACCOUNT}:role/team/carol`, scopes: ['ba_1'] },
+        { principal: `arn:aws:iam::${ACCOUNT}:user/bob`, scopes: ['ba_1'], unscoped: true },
+      ],
+    });
+
+    // Act
+    const results = [
+      parsed.allows(federated('alice'), 'ba_1'),
+      parsed.allows(federated('alice'), undefined),
+      parsed.allows(federated('carol'), 'ba_1'),
+      parsed.allows(federated('bob'), 'ba_1'),
+      parsed.allows(federated('bob'), undefined),
+    ];
+
+    // Assess
+    expect(results).toEqual([false, false, false, false, false]);
+  });
+
+  it('still needs the scope or unscoped grant under root', () => {
+    // Prepare
+    const parsed = policy({
+      scopes: ['ba_1', 'ba_2'],
+      grants: [{ principal: `arn:aws:iam::${ACCOUNT}:root`, scopes: ['ba_1'] }],
+    });
+
+    // Act
+    const results = [
+      parsed.allows(federated('alice'), 'ba_1'),
+      parsed.allows(federated('alice'), 'ba_2'),
+      parsed.allows(federated('alice'), undefined),
+    ];
+
+    // Assess
+    expect(results).toEqual([true, false, false]);
+  });
+
+  it.each([
+    `arn:aws:sts::${ACCOUNT}:federated-user`,
+    `arn:aws:sts::${ACCOUNT}:federated-user/`,
+    `arn:aws:sts::${ACCOUNT}:federated-user/alice/extra`,
+    `arn:aws:sts::${ACCOUNT}:federated-user//alice`,
+    `arn:aws:iam::${ACCOUNT}:federated-user/alice`,
+    `arn:aws:sts::${ACCOUNT}:federated-user/al ice`,
+    `arn:aws:sts::${ACCOUNT}:federated-user/<alice>`,
+    `arn:aws:sts::${ACCOUNT}:federated-user/alice\n`,
+    `arn:aws:sts::1111:federated-user/alice`,
+    `arn:aws:sts::${ACCOUNT}:federated-users/alice`,
+  ])('denies the malformed federated ARN %j under a root grant', (callerArn) => {
+    // Act
+    const results = [
+      rootPolicy().allows(callerArn, 'ba_1'),
+      rootPolicy().allows(callerArn, undefined),
+    ];
+
+    // Assess
+    expect(results).toEqual([false, false]);
+  });
+
+  it.each([federated('alice'), `arn:aws:iam::${ACCOUNT}:federated-user/alice`])(
+    'rejects the federated-user ARN %s as a grant principal',
+    (principal) => {
+      // Act
+      const error = thrown(() => policy({ scopes: [], grants: [{ principal }] }));
+
+      // Assess
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as Error).message).toContain('grants.0.principal');
+    },
+  );
 });
 
 describe('AccessPolicy.authorize', () => {

@@ -56,4 +56,67 @@ describe('readVendSettings', () => {
     expect(settings.unscopedScopeMode).toBe('empty');
     expect(settings.tableName).toBe('token-vending-local');
   });
+
+  it.each([
+    'http://p.example',
+    'http://127.0.0.1.evil.com',
+    'http://localhost.evil.com',
+    'http://10.0.0.1:8080',
+    'http://[::ffff:127.0.0.1]',
+    'ftp://p.example',
+    'ws://localhost',
+    'file:///etc/provider',
+  ])('regression: PROVIDER_BASE_URL=%s (secrets in clear) is a configuration error', (url) => {
+    const read = () =>
+      readVendSettings(
+        new EnvReader({ ACCESS_POLICY: POLICY, PROVIDER_BASE_URL: url, TABLE_NAME: 't' }),
+      );
+
+    expect(read).toThrow(ConfigError);
+    expect(read).toThrow(
+      'Invalid configuration: PROVIDER_BASE_URL must be an https: URL (http: only for localhost, 127.0.0.0/8 or [::1])',
+    );
+  });
+
+  it.each([
+    'https://p.example',
+    'https://10.0.0.1:8443/base',
+    'http://localhost:8080',
+    'HTTP://LOCALHOST',
+    'http://127.0.0.1:1',
+    'http://127.255.255.254',
+    'http://[::1]:9',
+  ])('accepts PROVIDER_BASE_URL=%s (https:, or http: on loopback)', (url) => {
+    const settings = readVendSettings(
+      new EnvReader({ ACCESS_POLICY: POLICY, PROVIDER_BASE_URL: url, TABLE_NAME: 't' }),
+    );
+
+    expect(settings.providerBaseUrl).toBe(url);
+  });
+
+  it('reports a clear-text PROVIDER_BASE_URL with the other problems, without echoing it', () => {
+    const read = () =>
+      readVendSettings(
+        new EnvReader({
+          ACCESS_POLICY: POLICY,
+          PROVIDER_BASE_URL: 'http://user:hunter2@p.example',
+          REFRESH_AHEAD_SECONDS: '5',
+        }),
+      );
+
+    const message = (() => {
+      try {
+        read();
+      } catch (error) {
+        return (error as Error).message;
+      }
+      throw new Error('expected a ConfigError');
+    })();
+
+    expect(message).toMatch(
+      /PROVIDER_BASE_URL must be an https: URL .*; REFRESH_AHEAD_SECONDS must be an integer from 60 to 3600; TABLE_NAME is required$/,
+    );
+    expect(message).not.toContain('hunter2');
+    expect(message).not.toContain('p.example');
+  });
 });

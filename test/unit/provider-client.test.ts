@@ -6,6 +6,8 @@ import type { Clock } from '../../functions/core/clock.js';
 import { VendError } from '../../functions/core/errors.js';
 import type { ProviderCredentials } from '../../functions/core/ports.js';
 import {
+  MAX_ACCESS_TOKEN_LENGTH,
+  MAX_EXPIRES_IN_SECONDS,
   type ProviderClientConfig,
   type ProviderClientDeps,
   requestToken,
@@ -269,6 +271,125 @@ describe('requestToken: answers that are not retried', () => {
     // Assess
     expect(error.message).toContain('expires_in');
     expect(error.message).not.toContain('access_token');
+  });
+});
+
+describe('requestToken: untrusted token responses (stubbed fetch)', () => {
+  /** A well-formed answer for ba_demo_1; tests override one field. */
+  const GOOD = {
+    access_token: 'tok_Good-1.2~3+4/5==',
+    token_type: 'Bearer',
+    expires_in: 7200,
+    scope: 'ba_demo_1',
+  };
+
+  /** Answers every request 200 with `body` as JSON; counts the requests. */
+  function answer(body: Record<string, unknown>): { requests: () => number } {
+    let requests = 0;
+    deps = {
+      ...deps,
+      fetch: async () => {
+        requests += 1;
+        return new Response(JSON.stringify(body), {
+          status: 200,
+          headers: { 'content-type': 'application/json' },
+        });
+      },
+    };
+    return { requests: () => requests };
+  }
+
+  it.each([
+    ['CR LF (header injection)', 'tok_x\r\nX-Injected: 1'],
+    ['a lone LF', 'tok_x\ny'],
+    ['a lone CR', 'tok_x\ry'],
+    ['a space', 'tok_x y'],
+    ['a tab', 'tok_x\ty'],
+    ['a NUL', 'tok_x\u0000y'],
+    ['DEL', 'tok_x\u007fy'],
+    ['a double quote', 'tok_x"y'],
+    ['a comma', 'tok_x,y'],
+    ['a semicolon', 'tok_x;y'],
+    ['a non-ASCII letter', 'tok_xéy'],
+    ['a Unicode line separator', 'tok_x\u2028y'],
+    ['"=" before the end', 'tok_x=y'],
+    ['only "=" padding', '=='],
+    ['nothing (empty)', ''],
+    ['more than MAX_ACCESS_TOKEN_LENGTH characters', 'a'.repeat(MAX_ACCESS_TOKEN_LENGTH + 1)],
+  ])(
+    'regression: an access_token with %s is upstream_error, not retried, and not quoted',
+    async (_label, token) => {
+      // Prepare
+      const provider = answer({ ...GOOD, access_token: token });
+
+      // Act
+      const error = await failure(requestToken(deps, config, CREDENTIALS, 'ba_demo_1'));
+
+      // Assess
+      expect(error).toMatchObject({ code: 'upstream_error', status: 502, name: 'UpstreamError' });
+      expect(error.message).toBe('Malformed token response (access_token).');
+      expect(inspect(error, { depth: 10, showHidden: true })).not.toContain('tok_x');
+      expect(provider.requests()).toBe(1);
+    },
+  );
+
+  it.each([
+    ['every b64token character', 'AZaz09-._~+/=='],
+    ['exactly MAX_ACCESS_TOKEN_LENGTH characters', 'a'.repeat(MAX_ACCESS_TOKEN_LENGTH)],
+  ])('accepts an access_token with %s', async (_label, token) => {
+    // Prepare
+    answer({ ...GOOD, access_token: token });
+
+    // Act
+    const grant = await requestToken(deps, config, CREDENTIALS, 'ba_demo_1');
+
+    // Assess
+    expect(grant.accessToken).toBe(token);
+  });
+
+  it.each([MAX_EXPIRES_IN_SECONDS + 1, 1e9, 1e300])(
+    'regression: an absurd expires_in of %d is upstream_error, not retried',
+    async (expiresIn) => {
+      // Prepare
+      const provider = answer({ ...GOOD, expires_in: expiresIn });
+
+      // Act
+      const error = await failure(requestToken(deps, config, CREDENTIALS, 'ba_demo_1'));
+
+      // Assess
+      expect(error).toMatchObject({ code: 'upstream_error', status: 502 });
+      expect(error.message).toBe('Malformed token response (expires_in).');
+      expect(provider.requests()).toBe(1);
+    },
+  );
+
+  it('accepts expires_in of exactly MAX_EXPIRES_IN_SECONDS (7 days)', async () => {
+    // Prepare
+    answer({ ...GOOD, expires_in: MAX_EXPIRES_IN_SECONDS });
+
+    // Act
+    const grant = await requestToken(deps, config, CREDENTIALS, 'ba_demo_1');
+
+    // Assess
+    expect(MAX_EXPIRES_IN_SECONDS).toBe(604_800);
+    expect(grant.expiresIn).toBe(MAX_EXPIRES_IN_SECONDS);
+  });
+
+  it('choice: a scoped response without a scope echo is accepted as the requested scope (RFC 6749 5.1)', async () => {
+    // Prepare
+    const { scope: _omitted, ...withoutScope } = GOOD;
+    answer(withoutScope);
+
+    // Act
+    const grant = await requestToken(deps, config, CREDENTIALS, 'ba_demo_1');
+
+    // Assess
+    expect(grant).toEqual({
+      accessToken: GOOD.access_token,
+      tokenType: 'Bearer',
+      expiresIn: 7200,
+      scope: 'ba_demo_1',
+    });
   });
 });
 
