@@ -45,7 +45,8 @@ Prints the token as JSON: {"access_token","token_type","expires_in","expires_at"
 Options:
   --scope S      business application id; omit for the unscoped (partner) token
   --min-ttl N    seconds the token must still be valid, 0..3600 (default 300)
-  --url U        vend URL (default: $TVM_URL, then functionUrl in ./${STACK_FILE})
+  --url U        vend URL (default: $TVM_URL, then functionUrl in ./${STACK_FILE});
+                 https: unless the host is loopback (localhost, 127.0.0.0/8, [::1])
   --region R     SigV4 region (default: the Function URL's own region, then $AWS_REGION,
                  then the stack file's region or us-east-1 for a loopback URL)
   --header       print only "Authorization: Bearer <token>"
@@ -53,8 +54,8 @@ Options:
 
 Credentials: when AWS_ACCESS_KEY_ID is set, the AWS_* environment variables sign the request.
 Otherwise a request to the local stack (the URL is ./${STACK_FILE}'s functionUrl) is signed
-with the stack's identity, and any other URL with the AWS default credential chain (profile,
-SSO, ECS, EC2, web identity).
+with the stack's identity (and its session token, if it has one), and any other URL with the
+AWS default credential chain (profile, SSO, ECS, EC2, web identity).
 
 Exit codes: 0 ok, 1 error ("tvm: <code>: <title>" on stderr), 2 usage.
 `;
@@ -137,6 +138,12 @@ function environmentCredentials(env: CliIo['env']): AwsCredentials | undefined {
   return { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) };
 }
 
+/** The stack identity's key, secret and (temporary credentials) session token. */
+function stackCredentials(stack: LocalStackFile): AwsCredentials {
+  const { accessKeyId, secretAccessKey, sessionToken } = stack.identity;
+  return { accessKeyId, secretAccessKey, ...(sessionToken !== undefined ? { sessionToken } : {}) };
+}
+
 async function tokenCommand(args: readonly string[], io: CliIo): Promise<number> {
   const { values, positionals } = parse(
     args,
@@ -176,7 +183,7 @@ async function tokenCommand(args: readonly string[], io: CliIo): Promise<number>
     throw new UsageError(`not a URL: '${shown(url)}'`, 'token');
   }
   const local = stack !== undefined && sameOrigin(url, stack.functionUrl) ? stack : undefined;
-  const credentials = environmentCredentials(io.env) ?? local?.identity;
+  const credentials = environmentCredentials(io.env) ?? (local && stackCredentials(local));
   const region = values.region || local?.region || resolveRegion(parsedUrl, io.env);
   const client = new TokenVendingClient({
     url,

@@ -1,5 +1,4 @@
-// A type-only import: nothing of the functions' code reaches a caller's bundle.
-import type { ProblemCode } from '../functions/core/errors.js';
+import type { ProblemCode } from './vend-api.js';
 
 /**
  * Codes a `TokenVendingError` carries. The first nine are the vend API's own

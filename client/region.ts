@@ -6,12 +6,14 @@ export function regionFromUrl(url: URL): string | undefined {
   return FUNCTION_URL_HOST.exec(url.hostname.toLowerCase())?.[1];
 }
 
-/** `localhost`, `127.0.0.0/8` and `[::1]`. */
+/**
+ * `localhost`, an IPv4 address in `127.0.0.0/8` or `[::1]`. The URL parser has
+ * already normalised IP addresses (`127.1` is `127.0.0.1`), so a name such as
+ * `127.example.com` is not mistaken for one.
+ */
 export function isLoopback(url: URL): boolean {
   const host = url.hostname.toLowerCase();
-  return (
-    host === 'localhost' || host.endsWith('.localhost') || /^127\./.test(host) || host === '[::1]'
-  );
+  return host === 'localhost' || /^127(?:\.\d{1,3}){3}$/.test(host) || host === '[::1]';
 }
 
 /**

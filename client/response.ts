@@ -1,6 +1,7 @@
 import { TokenVendingError, type TokenVendingErrorCode } from './errors.js';
 import { parseRetryAfter } from './retry-after.js';
 import type { Token } from './types.js';
+import { PROBLEM_CODES } from './vend-api.js';
 
 /** One answer of the vend URL, as received. */
 export interface VendAnswer {
@@ -10,17 +11,7 @@ export interface VendAnswer {
 }
 
 /** The codes the vend API puts into its problem+json bodies (SPEC section 3). */
-const PROBLEM_CODES: ReadonlySet<string> = new Set<TokenVendingErrorCode>([
-  'invalid_request',
-  'unauthenticated',
-  'access_denied',
-  'not_found',
-  'method_not_allowed',
-  'upstream_credentials_rejected',
-  'upstream_error',
-  'upstream_unavailable',
-  'internal_error',
-]);
+const PROBLEM_CODE_SET: ReadonlySet<string> = new Set<string>(PROBLEM_CODES);
 
 /**
  * Answers without a problem body come from the Function URL front end itself
@@ -79,7 +70,7 @@ export function errorFromAnswer(answer: VendAnswer, nowMs: number): TokenVending
     ...(retryAfter !== undefined ? { retryAfter } : {}),
     ...(requestId ? { requestId } : {}),
   };
-  if (isRecord(json) && typeof json.code === 'string' && PROBLEM_CODES.has(json.code)) {
+  if (isRecord(json) && typeof json.code === 'string' && PROBLEM_CODE_SET.has(json.code)) {
     const fallback = codeForStatus(answer.status).title;
     const detail = problemText(json.detail, 500);
     return new TokenVendingError(

@@ -1,12 +1,26 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { StackInfo } from '../local/stack.js';
 
 /** Where `npm start` writes what it started, relative to the working directory. */
 export const STACK_FILE = '.local/stack.json';
 
-/** The parts of `.local/stack.json` the CLI uses. */
-export type LocalStackFile = Pick<StackInfo, 'functionUrl' | 'region' | 'identity'>;
+/**
+ * The parts of `.local/stack.json` the CLI uses: the client's own copy of the
+ * shape `npm start` writes (test/integration/local-stack.test.ts reads back
+ * what the stack writes).
+ */
+export interface LocalStackFile {
+  readonly functionUrl: string;
+  readonly region: string;
+  /** The local identity to sign with. */
+  readonly identity: {
+    readonly accessKeyId: string;
+    readonly secretAccessKey: string;
+    /** Present when the identity stands for temporary credentials. */
+    readonly sessionToken?: string;
+    readonly arn: string;
+  };
+}
 
 export class StackFileError extends Error {
   override name = 'StackFileError' as const;
@@ -43,12 +57,17 @@ export async function readStackFile(cwd: string): Promise<LocalStackFile | undef
   ) {
     throw new StackFileError(`${STACK_FILE} lacks functionUrl, region or identity`);
   }
+  const { sessionToken } = identity;
+  if (sessionToken !== undefined && (typeof sessionToken !== 'string' || sessionToken === '')) {
+    throw new StackFileError(`${STACK_FILE} has an identity.sessionToken that is not a string`);
+  }
   return {
     functionUrl: json.functionUrl,
     region: json.region,
     identity: {
       accessKeyId: identity.accessKeyId,
       secretAccessKey: identity.secretAccessKey,
+      ...(sessionToken !== undefined ? { sessionToken } : {}),
       arn: identity.arn,
     },
   };

@@ -1,7 +1,7 @@
 import { systemClock } from './clock.js';
 import { defaultCredentials } from './credentials.js';
 import { TokenVendingError } from './errors.js';
-import { resolveRegion } from './region.js';
+import { isLoopback, resolveRegion } from './region.js';
 import { parseVendAnswer } from './response.js';
 import { VendRequestSigner } from './signed-request.js';
 import { TokenCache } from './token-cache.js';
@@ -13,6 +13,7 @@ import type {
   Token,
   TokenVendingClientOptions,
 } from './types.js';
+import { MAX_MIN_TTL, SCOPE_PATTERN } from './vend-api.js';
 
 export const DEFAULT_MIN_TTL = 300;
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -23,17 +24,14 @@ const FALLBACK_RETRY_MS = 1000;
 
 /** A retry is not started with less time than this left in the budget. */
 const MIN_ATTEMPT_MS = 100;
-/** SPEC section 3's scope syntax, checked here so a bad call fails before any request. */
-const SCOPE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
-const MAX_MIN_TTL = 3600;
 
-/** Why a request cannot be valid, or undefined. */
+/** Why a request cannot be valid, or undefined: a bad call fails before any request. */
 function checkRequest(scope: string | undefined, minTtl: number): string | undefined {
   if (!Number.isInteger(minTtl) || minTtl < 0 || minTtl > MAX_MIN_TTL) {
     return `minTtl must be an integer from 0 to ${MAX_MIN_TTL}`;
   }
   if (scope !== undefined && !SCOPE_PATTERN.test(scope)) {
-    return 'scope must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$';
+    return `scope must match ${SCOPE_PATTERN.source}`;
   }
   return undefined;
 }
@@ -48,6 +46,11 @@ function validate(options: TokenVendingClientOptions): { base: URL; region: stri
     base = new URL(options.url);
     if (base.protocol !== 'https:' && base.protocol !== 'http:') {
       problems.push('url must be an http(s) URL');
+    } else if (base.protocol === 'http:' && !isLoopback(base)) {
+      // The answers carry bearer tokens: they never cross a network in clear.
+      problems.push(
+        'url must be https: unless its host is loopback (localhost, 127.0.0.0/8, [::1])',
+      );
     } else if (base.search !== '' || base.hash !== '' || base.username || base.password) {
       problems.push('url must have no query, fragment or user info');
     }

@@ -2,14 +2,18 @@ import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import * as v from 'valibot';
-import { StaticCredentials } from '../functions/adapters/credentials.js';
+import { providerKeyProblem, StaticCredentials } from '../functions/adapters/credentials.js';
 import { DynamoDbTokenStore } from '../functions/adapters/dynamodb-token-store.js';
 import { AesGcmSealer } from '../functions/adapters/sealers.js';
 import { type Env, EnvReader, readVendSettings } from '../functions/core/config.js';
 import { createVendRuntime, type VendRuntime } from '../functions/vend-token/runtime.js';
 import { startDynamoDbLocal } from './dynamodb-local.js';
-import { DEMO_IDENTITY, type LocalIdentity, startLocalFunctionUrl } from './function-url.js';
+import { startLocalFunctionUrl } from './function-url.js';
+import {
+  defaultAccessPolicy,
+  type LocalIdentity,
+  readLocalIdentities,
+} from './local-identities.js';
 import {
   DEFAULT_ALLOWED_SCOPES,
   DEMO_PROVIDER_CREDENTIALS,
@@ -19,17 +23,6 @@ import {
 import { ensureTable, LOCAL_AWS_CREDENTIALS } from './table.js';
 
 export const DEFAULT_STACK_FILE = '.local/stack.json';
-
-const IdentitiesSchema = v.pipe(
-  v.array(
-    v.strictObject({
-      accessKeyId: v.pipe(v.string(), v.regex(/^[A-Z0-9]{16,128}$/)),
-      secretAccessKey: v.pipe(v.string(), v.minLength(1)),
-      arn: v.pipe(v.string(), v.startsWith('arn:')),
-    }),
-  ),
-  v.minLength(1),
-);
 
 /** What `npm start` started; written to `.local/stack.json`. */
 export interface StackInfo {
@@ -53,34 +46,6 @@ export interface LocalStack {
   stop(): Promise<void>;
 }
 
-function readIdentities(reader: EnvReader, env: Env): LocalIdentity[] {
-  const raw = env.LOCAL_IDENTITIES;
-  if (raw === undefined || raw === '') return [DEMO_IDENTITY];
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    reader.problem('LOCAL_IDENTITIES is not valid JSON');
-    return [DEMO_IDENTITY];
-  }
-  const result = v.safeParse(IdentitiesSchema, parsed);
-  if (!result.success) {
-    reader.problem(
-      'LOCAL_IDENTITIES must be a non-empty JSON array of {"accessKeyId","secretAccessKey","arn"}',
-    );
-    return [DEMO_IDENTITY];
-  }
-  return result.output;
-}
-
-/** Every local identity is granted every simulator scope and the unscoped token. */
-function defaultPolicy(identities: readonly LocalIdentity[]): string {
-  return JSON.stringify({
-    scopes: DEFAULT_ALLOWED_SCOPES,
-    grants: identities.map((i) => ({ principal: i.arn, scopes: ['*'], unscoped: true })),
-  });
-}
-
 /**
  * Starts the local stack of SPEC section 8 on loopback: DynamoDB Local (unless
  * DYNAMODB_ENDPOINT), the provider simulator (unless PROVIDER_BASE_URL), and a
@@ -93,11 +58,15 @@ export async function startLocalStack(
   const reader = new EnvReader(env);
   const port = reader.integer('PORT', 8787, 0, 65535);
   const region = reader.optional('AWS_REGION', 'us-east-1');
-  const identities = readIdentities(reader, env);
+  const identities = readLocalIdentities(reader, env);
   const externalProvider = env.PROVIDER_BASE_URL;
   if (externalProvider && (!env.PROVIDER_KEY || !env.PROVIDER_SECRET)) {
     reader.problem('PROVIDER_KEY and PROVIDER_SECRET are required when PROVIDER_BASE_URL is set');
   }
+  const keyProblem =
+    externalProvider && env.PROVIDER_KEY ? providerKeyProblem(env.PROVIDER_KEY) : undefined;
+  // The message names the variable only: the key itself is never echoed.
+  if (keyProblem) reader.problem(`PROVIDER_KEY is unusable: ${keyProblem}`);
   if (externalProvider && !env.ACCESS_POLICY) {
     // The default policy lists the simulator's scopes, which a real provider does not know.
     reader.problem(
@@ -107,7 +76,8 @@ export async function startLocalStack(
   const settings = readVendSettings(
     new EnvReader({
       ...env,
-      ACCESS_POLICY: env.ACCESS_POLICY || defaultPolicy(identities),
+      ACCESS_POLICY:
+        env.ACCESS_POLICY || defaultAccessPolicy(reader, identities, DEFAULT_ALLOWED_SCOPES),
       PROVIDER_BASE_URL: externalProvider || 'http://127.0.0.1',
     }),
     { tableName: 'token-vending-local' },
@@ -188,6 +158,9 @@ export async function startLocalStack(
   }
 }
 
+/** One shell word, single-quoted. */
+const shellQuote = (value: string): string => `'${value.replace(/'/g, `'\\''`)}'`;
+
 /** A curl command that works against the stack (parameters sorted and percent-encoded, as curl 7.88 signs them as typed). */
 export function curlCommand(
   info: StackInfo,
@@ -196,5 +169,9 @@ export function curlCommand(
     : `min_ttl=300&scope=${encodeURIComponent(info.scopes[0])}`,
 ): string {
   const { identity } = info;
-  return `curl -s --aws-sigv4 "aws:amz:${info.region}:lambda" --user "${identity.accessKeyId}:${identity.secretAccessKey}" "${info.functionUrl}/token?${query}"`;
+  const token =
+    identity.sessionToken === undefined
+      ? ''
+      : ` -H ${shellQuote(`x-amz-security-token: ${identity.sessionToken}`)}`;
+  return `curl -s --aws-sigv4 "aws:amz:${info.region}:lambda" --user "${identity.accessKeyId}:${identity.secretAccessKey}"${token} "${info.functionUrl}/token?${query}"`;
 }

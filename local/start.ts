@@ -11,7 +11,7 @@ try {
     `Provider:                   ${info.providerUrl}${info.providerSimulated ? '  (simulator)' : ''}`,
     `DynamoDB:                   ${info.dynamodbEndpoint}  table ${info.tableName}`,
     `Demo identity:              ${info.identity.arn}`,
-    `                            access key ${info.identity.accessKeyId}`,
+    `                            access key ${info.identity.accessKeyId}${info.identity.sessionToken === undefined ? '' : ' (temporary: send its session token as X-Amz-Security-Token)'}`,
     `Stack file:                 ${DEFAULT_STACK_FILE}`,
     '',
     'Try:',

@@ -9,11 +9,13 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { DEMO_IDENTITY, type LocalIdentity } from '../../local/function-url.js';
+import { DEMO_IDENTITY, type LocalIdentity } from '../../local/local-identities.js';
 import { type LocalStack, startLocalStack } from '../../local/stack.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const TVM = join(ROOT, 'bin/tvm.mjs');
+
+const DEMO_ROLE_ARN = 'arn:aws:iam::000000000000:role/local-demo';
 
 const OUTSIDER: LocalIdentity = {
   accessKeyId: 'AKIALOCALOUTSIDER001',
@@ -27,9 +29,19 @@ interface Run {
   readonly stderr: string;
 }
 
+/** Temporary credentials: the Function URL wants their session token with every request. */
+const SESSION: LocalIdentity = {
+  accessKeyId: 'ASIALOCALSESSION0001',
+  secretAccessKey: 'sessionSecretAccessKey000000000000000000',
+  sessionToken: 'IQoJb3JpZ2luX2VjEXAMPLE/session+token==',
+  arn: 'arn:aws:sts::000000000000:assumed-role/local-demo/cli-session',
+};
+
 let stack: LocalStack;
+let sessionStack: LocalStack;
 let home: string;
 let stackDir: string;
+let sessionStackDir: string;
 let emptyDir: string;
 const runs: Run[] = [];
 
@@ -72,7 +84,8 @@ beforeAll(async () => {
       LOCAL_IDENTITIES: JSON.stringify([DEMO_IDENTITY, OUTSIDER]),
       ACCESS_POLICY: JSON.stringify({
         scopes: ['ba_demo_1', 'ba_demo_2'],
-        grants: [{ principal: DEMO_IDENTITY.arn, scopes: ['*'], unscoped: true }],
+        // The demo identity is a session of role local-demo.
+        grants: [{ principal: DEMO_ROLE_ARN, scopes: ['*'], unscoped: true }],
       }),
     },
     {
@@ -80,7 +93,21 @@ beforeAll(async () => {
       logger: new Logger({ serviceName: 'client-cli-test', logLevel: 'SILENT' }),
     },
   );
+  sessionStackDir = join(root, 'session-project');
+  sessionStack = await startLocalStack(
+    {
+      PORT: '0',
+      DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'),
+      TABLE_NAME: `client-cli-session-${process.pid}-${Date.now()}`,
+      LOCAL_IDENTITIES: JSON.stringify([SESSION]),
+    },
+    {
+      stackFile: join(sessionStackDir, '.local/stack.json'),
+      logger: new Logger({ serviceName: 'client-cli-test', logLevel: 'SILENT' }),
+    },
+  );
   return async () => {
+    await sessionStack?.stop();
     await stack?.stop();
     await rm(root, { recursive: true, force: true });
   };
@@ -151,6 +178,40 @@ describe('tvm token', () => {
       code: 1,
       stderr: 'tvm: access_denied: Forbidden by the Function URL (IAM)\n',
     });
+  });
+
+  it("signs with the stack file identity's session token", async () => {
+    const run = await tvm(['token', '--scope', 'ba_demo_1'], { cwd: sessionStackDir });
+
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(run.stdout)).toMatchObject({ token_type: 'Bearer', scope: 'ba_demo_1' });
+  });
+
+  it('exits 1 when temporary credentials come without their session token', async () => {
+    const run = await tvm(['token'], {
+      cwd: sessionStackDir,
+      env: {
+        AWS_ACCESS_KEY_ID: SESSION.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: SESSION.secretAccessKey,
+      },
+    });
+
+    expect(run).toMatchObject({
+      code: 1,
+      stderr: 'tvm: access_denied: Forbidden by the Function URL (IAM)\n',
+    });
+  });
+
+  it('exits 2 on an http: URL to a host that is not loopback, sending nothing', async () => {
+    const run = await tvm(['token', '--url', 'http://vend.example.com', '--region', 'us-east-1'], {
+      cwd: emptyDir,
+      env: { AWS_ACCESS_KEY_ID: 'AKIAENVIRONMENT00001', AWS_SECRET_ACCESS_KEY: 'secret' },
+    });
+
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(
+      /^tvm: invalid_config: url must be https: unless its host is loopback/,
+    );
   });
 
   it('exits 2 on a usage error', async () => {

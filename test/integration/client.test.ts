@@ -13,7 +13,7 @@ import {
   TokenVendingClient,
   TokenVendingError,
 } from '../../client/index.js';
-import { DEMO_IDENTITY, type LocalIdentity } from '../../local/function-url.js';
+import { DEMO_IDENTITY, type LocalIdentity } from '../../local/local-identities.js';
 import { type LocalStack, startLocalStack } from '../../local/stack.js';
 
 const OUTSIDER: LocalIdentity = {
@@ -22,10 +22,20 @@ const OUTSIDER: LocalIdentity = {
   arn: 'arn:aws:iam::000000000000:role/outsider',
 };
 
-/** Grants everything to the demo identity and nothing to the outsider. */
+/** Temporary credentials of another local-demo session: they sign with their session token. */
+const SESSION: LocalIdentity = {
+  accessKeyId: 'ASIALOCALSESSION0001',
+  secretAccessKey: 'sessionSecretAccessKey000000000000000000',
+  sessionToken: 'IQoJb3JpZ2luX2VjEXAMPLE/session+token==',
+  arn: 'arn:aws:sts::000000000000:assumed-role/local-demo/client-session',
+};
+
+/** Grants everything to the demo identity (a session of role local-demo) and nothing to the outsider. */
 const POLICY = JSON.stringify({
   scopes: ['ba_demo_1', 'ba_demo_2'],
-  grants: [{ principal: DEMO_IDENTITY.arn, scopes: ['*'], unscoped: true }],
+  grants: [
+    { principal: 'arn:aws:iam::000000000000:role/local-demo', scopes: ['*'], unscoped: true },
+  ],
 });
 
 let tables = 0;
@@ -36,7 +46,7 @@ function startStack(): Promise<LocalStack> {
       PORT: '0',
       DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'),
       TABLE_NAME: `client-${process.pid}-${Date.now()}-${tables}`,
-      LOCAL_IDENTITIES: JSON.stringify([DEMO_IDENTITY, OUTSIDER]),
+      LOCAL_IDENTITIES: JSON.stringify([DEMO_IDENTITY, OUTSIDER, SESSION]),
       ACCESS_POLICY: POLICY,
     },
     { stackFile: null, logger: new Logger({ serviceName: 'client-test', logLevel: 'SILENT' }) },
@@ -117,6 +127,18 @@ describe('TokenVendingClient against the local stack', () => {
 
     expect(token.scope).toBeUndefined();
     expect(header).toBe(`Bearer ${token.accessToken}`);
+  });
+
+  it('signs with the session token of temporary credentials', async () => {
+    const { accessKeyId, secretAccessKey } = SESSION;
+
+    const token = await client({ identity: SESSION }).getToken({ scope: 'ba_demo_1' });
+    const error = await caught(
+      client({ identity: { accessKeyId, secretAccessKey, arn: SESSION.arn } }).getToken(),
+    );
+
+    expect(token.scope).toBe('ba_demo_1');
+    expect(error).toMatchObject({ code: 'access_denied', status: 403 });
   });
 
   it('serves a second call from its cache without a request', async () => {

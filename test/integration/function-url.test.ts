@@ -3,12 +3,11 @@ import { promisify } from 'node:util';
 import type { LambdaFunctionURLEvent, LambdaFunctionURLEventWithIAMAuthorizer } from 'aws-lambda';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
-  DEMO_IDENTITY,
   type LocalFunctionUrl,
-  type LocalIdentity,
   startLocalFunctionUrl,
   type UrlHandler,
 } from '../../local/function-url.js';
+import { DEMO_IDENTITY, type LocalIdentity } from '../../local/local-identities.js';
 import { type Query, type SignOptions, signRequest, wireQuery } from '../support/sigv4.js';
 
 const run = promisify(execFile);
@@ -18,6 +17,13 @@ const CHECKOUT: LocalIdentity = {
   accessKeyId: 'AKIALOCALCHECKOUT001',
   secretAccessKey: 'checkoutSecretAccessKey00000000000000000',
   arn: 'arn:aws:sts::111122223333:assumed-role/checkout/i-0abc',
+};
+/** Temporary credentials, as a role session has them. */
+const SESSION: LocalIdentity & { sessionToken: string } = {
+  accessKeyId: 'ASIALOCALSESSION0001',
+  secretAccessKey: 'sessionSecretAccessKey000000000000000000',
+  sessionToken: 'IQoJb3JpZ2luX2VjEXAMPLE/session+token==',
+  arn: 'arn:aws:sts::111122223333:assumed-role/reporting/session-7',
 };
 
 let behaviour: (event: LambdaFunctionURLEvent) => ReturnType<UrlHandler> = async (event) => ({
@@ -34,7 +40,7 @@ const denied: string[] = [];
 beforeAll(async () => {
   local = await startLocalFunctionUrl({
     handler,
-    identities: [DEMO_IDENTITY, CHECKOUT],
+    identities: [DEMO_IDENTITY, CHECKOUT, SESSION],
     onDenied: (reason) => denied.push(reason),
   });
   port = Number(new URL(local.url).port);
@@ -98,11 +104,11 @@ describe('local Function URL (AWS_IAM)', () => {
     expect(ctx.authorizer.iam).toEqual({
       accessKey: DEMO_IDENTITY.accessKeyId,
       accountId: '000000000000',
-      callerId: expect.stringMatching(/^AROA[A-Z2-7]{17}$/),
+      callerId: expect.stringMatching(/^AROA[A-Z2-7]{17}:local-demo-session$/),
       cognitoIdentity: null,
       principalOrgId: null,
-      userArn: DEMO_IDENTITY.arn,
-      userId: expect.stringMatching(/^AROA[A-Z2-7]{17}$/),
+      userArn: 'arn:aws:sts::000000000000:assumed-role/local-demo/local-demo-session',
+      userId: expect.stringMatching(/^AROA[A-Z2-7]{17}:local-demo-session$/),
     });
     expect(ctx.http).toEqual({
       method: 'GET',
@@ -124,6 +130,32 @@ describe('local Function URL (AWS_IAM)', () => {
     expect(event.requestContext.authorizer.iam.userArn).toBe(CHECKOUT.arn);
     expect(event.requestContext.authorizer.iam.accountId).toBe('111122223333');
     expect(event.requestContext.authorizer.iam.userId).toMatch(/^AROA[A-Z2-7]{17}:i-0abc$/);
+  });
+
+  describe('temporary credentials', () => {
+    it('invokes the handler for a request carrying the session token', async () => {
+      const event = await eventOf(
+        await send({ identity: SESSION, sessionToken: SESSION.sessionToken }),
+      );
+      expect(event.requestContext.authorizer.iam.userArn).toBe(SESSION.arn);
+      expect(event.requestContext.authorizer.iam.accessKey).toBe(SESSION.accessKeyId);
+    });
+
+    it('answers 403 without the session token, or with a wrong one', async () => {
+      await expectForbidden(await send({ identity: SESSION }));
+      await expectForbidden(
+        await send({ identity: SESSION, sessionToken: `${SESSION.sessionToken}x` }),
+      );
+      expect(denied).toEqual([
+        'missing X-Amz-Security-Token for temporary credentials',
+        'X-Amz-Security-Token does not match',
+      ]);
+    });
+
+    it('answers 403 to a session token sent with a long-term key', async () => {
+      await expectForbidden(await send({ sessionToken: SESSION.sessionToken }));
+      expect(JSON.stringify(denied)).not.toContain(SESSION.sessionToken);
+    });
   });
 
   it('decodes query parameters and joins repeated ones with a comma', async () => {
@@ -260,7 +292,11 @@ describe('local Function URL (AWS_IAM)', () => {
   });
 
   describe.skipIf(!hasCurl)('with curl --aws-sigv4', () => {
-    const curl = async (secret: string, pathAndQuery: string) => {
+    const curl = async (
+      secret: string,
+      pathAndQuery: string,
+      options: { accessKeyId?: string; headers?: string[] } = {},
+    ) => {
       const { stdout } = await run('curl', [
         '-s',
         '-w',
@@ -268,7 +304,8 @@ describe('local Function URL (AWS_IAM)', () => {
         '--aws-sigv4',
         'aws:amz:us-east-1:lambda',
         '--user',
-        `${DEMO_IDENTITY.accessKeyId}:${secret}`,
+        `${options.accessKeyId ?? DEMO_IDENTITY.accessKeyId}:${secret}`,
+        ...(options.headers ?? []).flatMap((header) => ['-H', header]),
         `${local.url}${pathAndQuery}`,
       ]);
       const cut = stdout.lastIndexOf('\n');
@@ -294,6 +331,16 @@ describe('local Function URL (AWS_IAM)', () => {
       expect(status).toBe(200);
       const event = JSON.parse(body) as LambdaFunctionURLEvent;
       expect(event.queryStringParameters).toEqual({ a: 'x:y', b: '1+2', c: 'a b' });
+    });
+
+    it('accepts temporary credentials with -H x-amz-security-token', async () => {
+      const { status, body } = await curl(SESSION.secretAccessKey, '/token', {
+        accessKeyId: SESSION.accessKeyId,
+        headers: [`x-amz-security-token: ${SESSION.sessionToken}`],
+      });
+      expect(status).toBe(200);
+      const event = JSON.parse(body) as LambdaFunctionURLEventWithIAMAuthorizer;
+      expect(event.requestContext.authorizer.iam.userArn).toBe(SESSION.arn);
     });
 
     it('gets 403 with a wrong secret', async () => {

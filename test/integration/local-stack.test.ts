@@ -1,21 +1,35 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { DEMO_IDENTITY } from '../../local/function-url.js';
-import { type LocalStack, startLocalStack } from '../../local/stack.js';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { readStackFile } from '../../client/stack-file.js';
+import { ConfigError } from '../../functions/core/errors.js';
+import { DEMO_IDENTITY, type LocalIdentity } from '../../local/local-identities.js';
+import { curlCommand, type LocalStack, startLocalStack } from '../../local/stack.js';
 import { quietLogger } from '../support/vend-harness.js';
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '../..');
+const hasCurl = !spawnSync('curl', ['--version'], { stdio: 'ignore' }).error;
+
+/** What a real Function URL passes for a role session. */
+const DEMO_SESSION_ARN = 'arn:aws:sts::000000000000:assumed-role/local-demo/local-demo-session';
+
+/** Temporary credentials of a role session, in LOCAL_IDENTITIES. */
+const SESSION: LocalIdentity & { sessionToken: string } = {
+  accessKeyId: 'ASIALOCALSESSION0001',
+  secretAccessKey: 'sessionSecretAccessKey000000000000000000',
+  sessionToken: 'IQoJb3JpZ2luX2VjEXAMPLE/session+token==',
+  arn: 'arn:aws:sts::111122223333:assumed-role/reporting/session-7',
+};
 
 async function signedFetch(
   url: string,
-  credentials: { accessKeyId: string; secretAccessKey: string },
+  credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string },
   region = 'us-east-1',
 ): Promise<Response> {
   const target = new URL(url);
@@ -34,6 +48,8 @@ async function signedFetch(
 
 describe('the local stack in-process', () => {
   let stack: LocalStack;
+  const logger = quietLogger();
+  const logged = vi.spyOn(logger, 'info');
   beforeAll(async () => {
     stack = await startLocalStack(
       {
@@ -41,10 +57,27 @@ describe('the local stack in-process', () => {
         DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'),
         TABLE_NAME: `stack-${Date.now()}`,
       },
-      { stackFile: null, logger: quietLogger() },
+      { stackFile: null, logger },
     );
   });
   afterAll(async () => stack?.stop());
+
+  it('passes the demo caller as an STS assumed-role ARN, granted by the default policy', async () => {
+    logged.mockClear();
+
+    const response = await signedFetch(`${stack.info.functionUrl}/token?scope=ba_demo_2`, {
+      accessKeyId: stack.info.identity.accessKeyId,
+      secretAccessKey: stack.info.identity.secretAccessKey,
+    });
+
+    expect(response.status).toBe(200);
+    expect(stack.info.identity.arn).toBe(DEMO_SESSION_ARN);
+    expect(stack.info.identity.sessionToken).toBeUndefined();
+    expect(logged).toHaveBeenCalledWith(
+      'vend',
+      expect.objectContaining({ principal: DEMO_SESSION_ARN, scope: 'ba_demo_2', status: 200 }),
+    );
+  });
 
   it('serves a token to a request signed with @smithy/signature-v4', async () => {
     const response = await signedFetch(
@@ -77,6 +110,117 @@ describe('the local stack in-process', () => {
 
     expect(response.status).toBe(200);
     expect(((await response.json()) as Record<string, unknown>).scope).toBeUndefined();
+  });
+});
+
+describe('a LOCAL_IDENTITIES identity with a session token', () => {
+  let stack: LocalStack;
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'tvf-session-'));
+    stack = await startLocalStack(
+      {
+        PORT: '0',
+        DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'),
+        TABLE_NAME: `stack-session-${Date.now()}`,
+        LOCAL_IDENTITIES: JSON.stringify([SESSION, DEMO_IDENTITY]),
+      },
+      { stackFile: join(dir, '.local/stack.json'), logger: quietLogger() },
+    );
+  });
+  afterAll(async () => stack?.stop());
+
+  it('gets a token, granted by the default policy, when it signs with its session token', async () => {
+    const response = await signedFetch(`${stack.info.functionUrl}/token?scope=ba_demo_1`, SESSION);
+
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as Record<string, unknown>).scope).toBe('ba_demo_1');
+  });
+
+  it('gets 403 Forbidden without its session token or with a wrong one', async () => {
+    const url = `${stack.info.functionUrl}/token?scope=ba_demo_1`;
+    const { accessKeyId, secretAccessKey } = SESSION;
+
+    const without = await signedFetch(url, { accessKeyId, secretAccessKey });
+    const wrong = await signedFetch(url, { ...SESSION, sessionToken: 'IQoJb3JpZ2luX2VjWRONG' });
+
+    expect(without.status).toBe(403);
+    expect(await without.json()).toEqual({ Message: 'Forbidden' });
+    expect(wrong.status).toBe(403);
+    expect(await wrong.json()).toEqual({ Message: 'Forbidden' });
+  });
+
+  it('writes a stack file that the client reads back, session token included', async () => {
+    const read = await readStackFile(dir);
+
+    expect(read).toEqual({
+      functionUrl: stack.info.functionUrl,
+      region: stack.info.region,
+      identity: SESSION,
+    });
+  });
+
+  it.skipIf(!hasCurl)('prints a curl command that sends the session token', async () => {
+    const command = curlCommand(stack.info);
+    expect(command).toContain(`-H 'x-amz-security-token: ${SESSION.sessionToken}'`);
+
+    const { stdout } = await run('sh', ['-c', command]);
+
+    expect(JSON.parse(stdout)).toMatchObject({ token_type: 'Bearer', scope: 'ba_demo_1' });
+  });
+});
+
+describe('local stack configuration', () => {
+  const start = (env: Record<string, string>) =>
+    startLocalStack(
+      { PORT: '0', DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'), ...env },
+      { stackFile: null, logger: quietLogger() },
+    );
+  const failure = (env: Record<string, string>) =>
+    start(env).then(
+      async (stack) => {
+        await stack.stop();
+        throw new Error('the stack started');
+      },
+      (error: unknown) => error as Error,
+    );
+
+  it('refuses a PROVIDER_KEY the provider cannot be sent, naming it but never echoing it', async () => {
+    const key = 'provider-key:with-a-colon';
+
+    const error = await failure({
+      PROVIDER_BASE_URL: 'https://provider.example',
+      PROVIDER_KEY: key,
+      PROVIDER_SECRET: 'provider-secret',
+      ACCESS_POLICY: JSON.stringify({ scopes: ['ba_1'], grants: [] }),
+    });
+
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.message).toContain('PROVIDER_KEY');
+    expect(error.message).not.toContain(key);
+    expect(error.message).not.toContain('provider-secret');
+  });
+
+  it('refuses an empty sessionToken in LOCAL_IDENTITIES', async () => {
+    const error = await failure({
+      LOCAL_IDENTITIES: JSON.stringify([{ ...SESSION, sessionToken: '' }]),
+    });
+
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.message).toContain('LOCAL_IDENTITIES must be');
+    expect(error.message).not.toContain(SESSION.secretAccessKey);
+  });
+
+  it('refuses, without ACCESS_POLICY, an identity the default policy cannot name', async () => {
+    const error = await failure({
+      LOCAL_IDENTITIES: JSON.stringify([
+        { ...SESSION, arn: 'arn:aws:sts::111122223333:federated-user/alice' },
+      ]),
+    });
+
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.message).toContain('LOCAL_IDENTITIES[0].arn');
+    expect(error.message).toContain('set ACCESS_POLICY');
   });
 });
 
@@ -130,7 +274,9 @@ describe('npm start', () => {
     expect(JSON.parse(stdout)).toMatchObject({ token_type: 'Bearer', scope: 'ba_demo_1' });
     const info = JSON.parse(readFileSync(join(cwd, '.local/stack.json'), 'utf8'));
     expect(info.functionUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    expect(info.identity.arn).toBe(DEMO_IDENTITY.arn);
+    // Scripts sign with this identity's key and secret alone: no session token.
+    expect(info.identity).toEqual(DEMO_IDENTITY);
+    expect(command).not.toContain('x-amz-security-token');
   });
 
   it('stops everything on SIGTERM and removes the stack file', async () => {

@@ -1,7 +1,7 @@
 /** Signs requests for the local Function URL with the AWS SDK's own SigV4 signer. */
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
-import type { LocalIdentity } from '../../local/function-url.js';
+import type { LocalIdentity } from '../../local/local-identities.js';
 
 export type Query = Record<string, string | string[]>;
 

@@ -45,12 +45,17 @@ interface Run {
   readonly stderr: string;
   /** Authorization headers of the requests the run sent. */
   readonly authorizations: string[];
+  /** X-Amz-Security-Token headers of the requests the run sent ('' when absent). */
+  readonly securityTokens: string[];
   readonly urls: string[];
 }
 
 let emptyDir: string;
 let stackDir: string;
 let brokenStackDir: string;
+let sessionStackDir: string;
+let badSessionStackDir: string;
+const SESSION_TOKEN = 'stackFileSessionToken/EXAMPLE+0123==';
 
 beforeAll(async () => {
   const root = await mkdtemp(join(tmpdir(), 'tvm-cli-'));
@@ -62,6 +67,14 @@ beforeAll(async () => {
   await writeFile(join(stackDir, '.local/stack.json'), JSON.stringify(STACK));
   await mkdir(join(brokenStackDir, '.local'), { recursive: true });
   await writeFile(join(brokenStackDir, '.local/stack.json'), '{"functionUrl": 1');
+  sessionStackDir = join(root, 'session');
+  await mkdir(join(sessionStackDir, '.local'), { recursive: true });
+  const withToken = (sessionToken: unknown) =>
+    JSON.stringify({ ...STACK, identity: { ...STACK.identity, sessionToken } });
+  await writeFile(join(sessionStackDir, '.local/stack.json'), withToken(SESSION_TOKEN));
+  badSessionStackDir = join(root, 'bad-session');
+  await mkdir(join(badSessionStackDir, '.local'), { recursive: true });
+  await writeFile(join(badSessionStackDir, '.local/stack.json'), withToken(42));
   return () => rm(root, { recursive: true, force: true });
 });
 
@@ -94,10 +107,13 @@ async function tvm(
   let stdout = '';
   let stderr = '';
   const authorizations: string[] = [];
+  const securityTokens: string[] = [];
   const urls: string[] = [];
   const fetch: FetchFunction = async (input, init) => {
     urls.push(input);
-    authorizations.push(new Headers(init.headers).get('authorization') ?? '');
+    const headers = new Headers(init.headers);
+    authorizations.push(headers.get('authorization') ?? '');
+    securityTokens.push(headers.get('x-amz-security-token') ?? '');
     const scope = new URL(input).searchParams.get('scope') ?? undefined;
     return options.answer ? options.answer() : Response.json(tokenBody(scope));
   };
@@ -110,7 +126,7 @@ async function tvm(
     clock,
   };
   const code = await main(argv, io);
-  return { code, stdout, stderr, authorizations, urls };
+  return { code, stdout, stderr, authorizations, securityTokens, urls };
 }
 
 describe('help', () => {
@@ -139,6 +155,10 @@ describe('usage errors exit 2', () => {
     [['token'], 'tvm: usage: no vend URL'],
     [['token', '--url', 'not a url'], "tvm: usage: not a URL: 'not a url'"],
     [['token', '--url', 'ftp://vend.example'], 'tvm: invalid_config: '],
+    [
+      ['token', '--url', 'http://vend.example.com', '--region', 'eu-west-1'],
+      'tvm: invalid_config: url must be https: unless its host is loopback',
+    ],
     [['token', '--scope', '', '--url', 'http://127.0.0.1:1'], 'tvm: invalid_request: '],
     [['admin'], 'tvm: usage: missing the event JSON'],
     [['admin', '{"action":'], 'tvm: usage: the event is not valid JSON'],
@@ -188,6 +208,46 @@ describe('tvm token', () => {
     expect(run.authorizations[0]).toMatch(
       /Credential=AKIALOCALSTACKFILE01\/\d{8}\/eu-west-1\/lambda\/aws4_request/,
     );
+  });
+
+  it("signs with the stack identity's session token when it has one", async () => {
+    const run = await tvm(['token'], { cwd: sessionStackDir });
+
+    expect(run.code).toBe(0);
+    expect(run.securityTokens).toEqual([SESSION_TOKEN]);
+    expect(run.authorizations[0]).toMatch(/SignedHeaders=[^,]*x-amz-security-token/);
+    expect(run.authorizations[0]).toContain('Credential=AKIALOCALSTACKFILE01/');
+  });
+
+  it('sends no session token for a stack identity without one', async () => {
+    const run = await tvm(['token'], { cwd: stackDir });
+
+    expect(run.securityTokens).toEqual(['']);
+  });
+
+  it('exits 1 on a stack file whose session token is not a string', async () => {
+    const run = await tvm(['token'], { cwd: badSessionStackDir });
+
+    expect(run).toMatchObject({
+      code: 1,
+      stderr:
+        'tvm: invalid_stack_file: .local/stack.json has an identity.sessionToken that is not a string\n',
+    });
+    expect(run.urls).toEqual([]);
+  });
+
+  it('exits 2 when TVM_URL is http: to a host that is not loopback', async () => {
+    const run = await tvm(['token'], {
+      env: {
+        TVM_URL: 'http://abcdefghijklmnopqrstuvwxyz012345.lambda-url.eu-west-1.on.aws',
+        AWS_ACCESS_KEY_ID: 'AKIAENVIRONMENT00001',
+        AWS_SECRET_ACCESS_KEY: 'secret',
+      },
+    });
+
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^tvm: invalid_config: url must be https: unless/);
+    expect(run.urls).toEqual([]);
   });
 
   it('prefers AWS_ACCESS_KEY_ID from the environment over the stack identity', async () => {

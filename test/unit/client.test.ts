@@ -12,7 +12,8 @@ import {
   type TokenVendingClientOptions,
   TokenVendingError,
 } from '../../client/index.js';
-import { type LocalIdentity, verifySigV4 } from '../../local/function-url.js';
+import type { LocalIdentity } from '../../local/local-identities.js';
+import { verifySigV4 } from '../../local/sigv4-verifier.js';
 
 const IDENTITY: LocalIdentity = {
   accessKeyId: 'AKIAUNITTEST00000001',

@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
+import { DEMO_IDENTITY, type LocalIdentity } from '../../local/local-identities.js';
 import {
   canonicalQueryString,
   canonicalUri,
-  DEMO_IDENTITY,
-  type LocalIdentity,
+  parseQuery,
   type SigV4Request,
+  uriEncode,
   verifySigV4,
-} from '../../local/function-url.js';
+} from '../../local/sigv4-verifier.js';
 import { type Query, type SignOptions, signRequest, wireQuery } from '../support/sigv4.js';
 
 const OTHER: LocalIdentity = {
@@ -14,7 +15,14 @@ const OTHER: LocalIdentity = {
   secretAccessKey: 'otherSecretAccessKey00000000000000000000',
   arn: 'arn:aws:sts::111122223333:assumed-role/checkout/session-1',
 };
-const identities = [DEMO_IDENTITY, OTHER];
+/** Temporary credentials: requests must carry the session token. */
+const TEMPORARY: LocalIdentity & { sessionToken: string } = {
+  accessKeyId: 'ASIALOCALTEMPORARY01',
+  secretAccessKey: 'temporarySecretAccessKey0000000000000000',
+  sessionToken: 'localSessionToken/with+base64=chars',
+  arn: 'arn:aws:sts::111122223333:assumed-role/checkout/temporary-session',
+};
+const identities = [DEMO_IDENTITY, OTHER, TEMPORARY];
 const SIGNED_AT = new Date('2025-06-01T12:00:00Z');
 const NOW = SIGNED_AT.getTime() + 1_000;
 
@@ -189,13 +197,162 @@ describe('verifySigV4', () => {
     expect(verify(request).ok).toBe(true);
   });
 
-  it('treats X-Amz-Security-Token as an ordinary signed header', async () => {
-    const request = await signed({ sessionToken: 'local-session-token' });
-    expect(request.headers['x-amz-security-token']).toBe('local-session-token');
-    expect(request.headers.authorization).toContain('x-amz-security-token');
-    expect(verify(request).ok).toBe(true);
-    request.headers['x-amz-security-token'] = 'other';
-    expect(verify(request).ok).toBe(false);
+  describe('temporary credentials (X-Amz-Security-Token)', () => {
+    const withToken = (sessionToken: string | undefined, identity: LocalIdentity = TEMPORARY) =>
+      signed({ identity, ...(sessionToken !== undefined ? { sessionToken } : {}) });
+
+    it("accepts a request carrying the identity's session token, signed", async () => {
+      const request = await withToken(TEMPORARY.sessionToken);
+      expect(request.headers.authorization).toContain('x-amz-security-token');
+      expect(verify(request)).toEqual({ ok: true, identity: TEMPORARY });
+    });
+
+    it('rejects a request without the session token', async () => {
+      expect(verify(await withToken(undefined))).toEqual({
+        ok: false,
+        reason: 'missing X-Amz-Security-Token for temporary credentials',
+      });
+    });
+
+    it('rejects a wrong session token, even one signed as sent', async () => {
+      for (const token of ['other-token', `${TEMPORARY.sessionToken}x`, 'l']) {
+        expect(verify(await withToken(token))).toEqual({
+          ok: false,
+          reason: 'X-Amz-Security-Token does not match',
+        });
+      }
+    });
+
+    it('rejects a session token changed after signing', async () => {
+      const request = await withToken(TEMPORARY.sessionToken);
+      request.headers['x-amz-security-token'] = 'other-token';
+      expect(verify(request).ok).toBe(false);
+    });
+
+    it('rejects a repeated session token header', async () => {
+      const request = await withToken(TEMPORARY.sessionToken);
+      const repeated = {
+        ...request,
+        headers: {
+          ...request.headers,
+          'x-amz-security-token': [TEMPORARY.sessionToken, TEMPORARY.sessionToken],
+        },
+      };
+      expect(verify(repeated)).toEqual({
+        ok: false,
+        reason: 'repeated X-Amz-Security-Token header',
+      });
+    });
+
+    it('rejects a session token sent with a key that has none', async () => {
+      const result = verify(await withToken('any-token', DEMO_IDENTITY));
+      expect(result).toEqual({
+        ok: false,
+        reason: 'X-Amz-Security-Token sent for credentials that have no session token',
+      });
+    });
+
+    it('never puts the token or the secret into a reason', async () => {
+      const reasons = await Promise.all(
+        [undefined, 'other-token'].map(async (t) => JSON.stringify(verify(await withToken(t)))),
+      );
+      for (const reason of reasons) {
+        expect(reason).not.toContain(TEMPORARY.sessionToken);
+        expect(reason).not.toContain(TEMPORARY.secretAccessKey);
+      }
+    });
+  });
+
+  describe('malformed requests', () => {
+    const withAuthorization = async (authorization: string | string[]) => {
+      const request = await signed();
+      return { ...request, headers: { ...request.headers, authorization } };
+    };
+    const parts = async () => {
+      const header = (await signed()).headers.authorization as string;
+      const [, credential = '', signedHeaders = '', signature = ''] =
+        /^AWS4-HMAC-SHA256 (Credential=[^,]+), (SignedHeaders=[^,]+), (Signature=[0-9a-f]+)$/.exec(
+          header,
+        ) ?? [];
+      return { credential, signedHeaders, signature };
+    };
+
+    it.each([
+      ['a repeated Authorization header', ['x', 'y'], 'missing Authorization header'],
+      [
+        'no fields',
+        'AWS4-HMAC-SHA256 ',
+        'Authorization header lacks Credential, SignedHeaders or Signature',
+      ],
+      ['a field without a value', 'AWS4-HMAC-SHA256 Credential', 'malformed Authorization header'],
+    ])('rejects %s', async (_case, header, reason) => {
+      expect(verify(await withAuthorization(header))).toEqual({ ok: false, reason });
+    });
+
+    it('rejects repeated, extra or missing Authorization fields', async () => {
+      const { credential, signedHeaders, signature } = await parts();
+      const reject = async (header: string, reason: string) =>
+        expect(verify(await withAuthorization(header))).toEqual({ ok: false, reason });
+      await reject(
+        `AWS4-HMAC-SHA256 ${credential}, ${credential}, ${signedHeaders}, ${signature}`,
+        'malformed Authorization header',
+      );
+      await reject(
+        `AWS4-HMAC-SHA256 ${credential}, ${signedHeaders}, ${signature}, Extra=1`,
+        'malformed Authorization header',
+      );
+      await reject(
+        `AWS4-HMAC-SHA256 ${credential}, ${signature}`,
+        'Authorization header lacks Credential, SignedHeaders or Signature',
+      );
+      await reject(
+        `AWS4-HMAC-SHA256 Credential=${DEMO_IDENTITY.accessKeyId}/20250601/us-east-1/lambda, ${signedHeaders}, ${signature}`,
+        'malformed credential scope',
+      );
+      await reject(
+        `AWS4-HMAC-SHA256 ${credential.replace('aws4_request', 'aws5_request')}, ${signedHeaders}, ${signature}`,
+        'credential scope must end in aws4_request',
+      );
+      await reject(
+        `AWS4-HMAC-SHA256 ${credential}, ${signedHeaders}, ${signature.replace(/[0-9a-f]{64}$/, (hex) => hex.toUpperCase())}`,
+        'malformed signature',
+      );
+    });
+
+    it('rejects SignedHeaders that are not lowercase, sorted and unique, or not sent', async () => {
+      const { credential, signature } = await parts();
+      const reject = async (signedHeaders: string, reason: string) =>
+        expect(
+          verify(
+            await withAuthorization(
+              `AWS4-HMAC-SHA256 ${credential}, SignedHeaders=${signedHeaders}, ${signature}`,
+            ),
+          ),
+        ).toEqual({ ok: false, reason });
+      await reject('Host;x-amz-date', 'SignedHeaders must be lowercase names');
+      await reject('x-amz-date;host', 'SignedHeaders must be sorted and unique');
+      await reject('host;host;x-amz-date', 'SignedHeaders must be sorted and unique');
+      await reject('host;x-amz-date;x-custom', 'a signed header is missing from the request');
+    });
+
+    it.each(['2025-06-01T12:00:00Z', '20250231T120000Z', '20250601T246000Z'])(
+      'rejects the X-Amz-Date %s',
+      async (date) => {
+        const request = await signed();
+        request.headers['x-amz-date'] = date;
+        expect(verify(request)).toEqual({ ok: false, reason: 'malformed X-Amz-Date header' });
+      },
+    );
+
+    it('rejects a repeated X-Amz-Content-Sha256 header', async () => {
+      const request = await signed();
+      const hash = request.headers['x-amz-content-sha256'] as string;
+      request.headers['x-amz-content-sha256'] = [hash, hash];
+      expect(verify(request)).toEqual({
+        ok: false,
+        reason: 'repeated X-Amz-Content-Sha256 header',
+      });
+    });
   });
 
   describe('query canonicalisation', () => {
@@ -236,6 +393,22 @@ describe('verifySigV4', () => {
         ok: false,
         reason: 'malformed percent-encoding in the URL',
       });
+    });
+
+    it('percent-encodes everything but RFC 3986 unreserved characters', () => {
+      expect(uriEncode("AZaz09-_.~ !'()*/:+")).toBe('AZaz09-_.~%20%21%27%28%29%2A%2F%3A%2B');
+      expect(uriEncode('€')).toBe('%E2%82%AC');
+    });
+
+    it('parses a raw query into decoded pairs, in order', () => {
+      expect(parseQuery('')).toEqual([]);
+      expect(parseQuery('b=1&&a&c=x%3Dy+z&b=2')).toEqual([
+        ['b', '1'],
+        ['a', ''],
+        ['c', 'x=y z'],
+        ['b', '2'],
+      ]);
+      expect(() => parseQuery('a=%E2%82')).toThrow();
     });
 
     it('builds the canonical forms', () => {

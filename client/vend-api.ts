@@ -1,0 +1,27 @@
+/**
+ * The vend API's vocabulary as callers see it (SPEC section 3), kept here so
+ * that the client depends on nothing outside `client/`. The vend function has
+ * its own definitions (functions/core); test/unit/client-vocabulary.test.ts
+ * checks that the two agree.
+ */
+
+/** The `code` of the vend API's problem+json answers. */
+export const PROBLEM_CODES = [
+  'invalid_request',
+  'unauthenticated',
+  'access_denied',
+  'not_found',
+  'method_not_allowed',
+  'upstream_credentials_rejected',
+  'upstream_error',
+  'upstream_unavailable',
+  'internal_error',
+] as const;
+
+export type ProblemCode = (typeof PROBLEM_CODES)[number];
+
+/** The syntax of a scope (a business application id). */
+export const SCOPE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+
+/** The largest `min_ttl` the vend API accepts, in seconds. */
+export const MAX_MIN_TTL = 3600;

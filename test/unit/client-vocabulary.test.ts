@@ -1,0 +1,90 @@
+/**
+ * The client keeps its own copy of the vend API's vocabulary (it is installed
+ * without `functions/` and `local/`): these tests check that the copy and the
+ * vend function agree. The `expectTypeOf` checks are enforced by the type-check
+ * (`npm run typecheck`), the others at run time.
+ */
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import { TokenVendingClient, TokenVendingError } from '../../client/index.js';
+import type { LocalStackFile } from '../../client/stack-file.js';
+import {
+  MAX_MIN_TTL as CLIENT_MAX_MIN_TTL,
+  SCOPE_PATTERN as CLIENT_SCOPE_PATTERN,
+  type ProblemCode as ClientProblemCode,
+  PROBLEM_CODES,
+} from '../../client/vend-api.js';
+import { SCOPE_PATTERN } from '../../functions/core/access-policy.js';
+import type { ProblemCode } from '../../functions/core/errors.js';
+import * as vendErrors from '../../functions/core/errors.js';
+import { problemResponse } from '../../functions/core/problem.js';
+import { MAX_MIN_TTL } from '../../functions/core/vend-request.js';
+import type { StackInfo } from '../../local/stack.js';
+
+/** One instance of every VendError subclass the vend function defines. */
+function everyVendError(): vendErrors.VendError[] {
+  return (Object.values(vendErrors) as unknown[])
+    .filter(
+      (value): value is new (detail: string) => vendErrors.VendError =>
+        typeof value === 'function' &&
+        value !== vendErrors.VendError &&
+        value.prototype instanceof vendErrors.VendError,
+    )
+    .map((ErrorClass) => new ErrorClass('detail'));
+}
+
+describe('problem codes', () => {
+  it('are the same union on both sides', () => {
+    expectTypeOf<ClientProblemCode>().toEqualTypeOf<ProblemCode>();
+    expectTypeOf<ProblemCode>().toEqualTypeOf<ClientProblemCode>();
+  });
+
+  it('list every code a VendError of the vend function carries, and no other', () => {
+    const errors = everyVendError();
+
+    expect(errors.length).toBeGreaterThanOrEqual(9);
+    expect([...new Set(errors.map((e) => e.code))].sort()).toEqual([...PROBLEM_CODES].sort());
+  });
+
+  it.each(everyVendError().map((error) => [error.code, error] as const))(
+    'a %s problem answer reaches the caller as that code',
+    async (code, error) => {
+      const answer = problemResponse(error);
+      if (typeof answer === 'string' || !('statusCode' in answer)) throw new Error('no status');
+      const client = new TokenVendingClient({
+        url: 'http://127.0.0.1:8787',
+        credentials: { accessKeyId: 'AKIAUNITTEST00000001', secretAccessKey: 'secret' },
+        maxRetries: 0,
+        fetch: async () =>
+          new Response(answer.body ?? '', {
+            status: answer.statusCode ?? 200,
+            headers: answer.headers as Record<string, string>,
+          }),
+      });
+
+      const caught = await client.getToken().catch((e: unknown) => e);
+
+      expect(caught).toBeInstanceOf(TokenVendingError);
+      expect(caught).toMatchObject({ code, status: error.status, title: error.title });
+    },
+  );
+});
+
+describe('request syntax', () => {
+  it('has the scope pattern of the access policy', () => {
+    expect(CLIENT_SCOPE_PATTERN.source).toBe(SCOPE_PATTERN.source);
+    expect(CLIENT_SCOPE_PATTERN.flags).toBe(SCOPE_PATTERN.flags);
+  });
+
+  it('has the largest min_ttl of the vend request', () => {
+    expect(CLIENT_MAX_MIN_TTL).toBe(MAX_MIN_TTL);
+  });
+});
+
+describe('the stack file', () => {
+  it('holds, as the local stack writes it, what the client reads', () => {
+    // What `npm start` writes must satisfy the client's own copy of the shape;
+    // test/integration/local-stack.test.ts reads a written file back.
+    expectTypeOf<StackInfo>().toExtend<LocalStackFile>();
+    expectTypeOf<StackInfo['identity']>().toEqualTypeOf<LocalStackFile['identity']>();
+  });
+});
