@@ -46,6 +46,7 @@ export function fromItem(item: Item): StoredItem {
   const leaseUntil = readNum(item.lease_until);
   const failedAt = readNum(item.failed_at);
   const failedCode = item.failed_code?.S;
+  const lastUsedAt = readNum(item.last_used_at);
   const hasToken =
     sealed !== undefined &&
     issuedAt !== undefined &&
@@ -73,6 +74,7 @@ export function fromItem(item: Item): StoredItem {
     ...(failedAt === undefined
       ? {}
       : { failure: { atMs: failedAt, code: failedCode ?? 'upstream_unavailable' } }),
+    ...(lastUsedAt === undefined ? {} : { lastUsedAt }),
   };
 }
 
@@ -202,6 +204,22 @@ export class DynamoDbTokenStore implements TokenStore {
             ':owner': { S: owner },
             ...(failure ? { ':failed': num(failure.atMs), ':code': { S: failure.code } } : {}),
           },
+        }),
+      ),
+    );
+  }
+
+  async markUsed(pk: string, atSeconds: number): Promise<void> {
+    // A later mark from another instance is kept: time only moves forward.
+    await this.#conditional('UpdateItem', () =>
+      this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: { pk: { S: pk } },
+          UpdateExpression: 'SET last_used_at = :at',
+          ConditionExpression:
+            'attribute_exists(pk) AND (attribute_not_exists(last_used_at) OR NOT attribute_type(last_used_at, :n) OR last_used_at < :at)',
+          ExpressionAttributeValues: { ':at': num(atSeconds), ':n': { S: 'N' } },
         }),
       ),
     );

@@ -57,6 +57,12 @@ export interface StoredItem {
   readonly leaseUntil?: number;
   /** The last failed refresh, so waiters stop waiting and callers back off. */
   readonly failure?: RefreshFailure;
+  /**
+   * When some instance last vended this scope (epoch seconds), written at most
+   * once per scope per instance every few minutes; the scheduled refresh keeps
+   * scopes vended recently ("in use") fresh.
+   */
+  readonly lastUsedAt?: number;
 }
 
 /** A failed refresh, recorded when the lease is given up. */
@@ -91,6 +97,11 @@ export interface TokenStore {
   putToken(pk: string, token: StoredItem['token'] & object, owner: string): Promise<boolean>;
   /** Gives the lease up without a new token, recording the failure when there was one. */
   releaseLease(pk: string, owner: string, failure?: RefreshFailure): Promise<void>;
+  /**
+   * Records that the scope was vended at `atSeconds`, on an item that exists
+   * (a missing item is left missing). Never raises `lastUsedAt`'s value back.
+   */
+  markUsed(pk: string, atSeconds: number): Promise<void>;
   /** Removes an item (operator invalidation). */
   delete(pk: string): Promise<void>;
   /** Every token item (operator status). */

@@ -37,6 +37,8 @@ export interface TokenServiceConfig {
   readonly failureBackoffMs?: number;
   /** L1 entry lifetime in seconds. Default 60. */
   readonly l1MaxAgeSeconds?: number;
+  /** An instance marks a scope in use at most this often, in seconds. Default 180. */
+  readonly useMarkIntervalSeconds?: number;
 }
 
 export interface TokenServiceDeps {
@@ -80,3 +82,8 @@ export const outcome = (
   degraded: false,
   ...flags,
 });
+
+/** What a refresh did: minted (`refreshed`), found the token not due (`fresh`), or found another caller at it (`busy`). */
+export type RefreshResult =
+  | { readonly status: 'refreshed' | 'fresh'; readonly expiresAt: number }
+  | { readonly status: 'busy' };

@@ -13,6 +13,7 @@ import type { ProviderCredentials, RefreshFailure, StoredItem, Token } from './p
 import { backingOff, failureOf, recentFailure } from './refresh-failure.js';
 import {
   outcome,
+  type RefreshResult,
   type TokenServiceConfig,
   type TokenServiceDeps,
   type VendOutcome,
@@ -25,6 +26,7 @@ export type {
   CoreLogger,
   CoreMetric,
   Minter,
+  RefreshResult,
   TokenServiceConfig,
   TokenServiceDeps,
   VendOutcome,
@@ -76,6 +78,9 @@ export class TokenService {
   readonly #failureBackoffMs: number;
   readonly #degradedFailures = new Map<string, RefreshFailure>();
   readonly #versions: VersionCheck;
+  readonly #useMarkInterval: number;
+  /** Per item key: when this instance last marked it in use (epoch seconds). */
+  readonly #marked = new Map<string, number>();
 
   constructor(deps: TokenServiceDeps, config: TokenServiceConfig = {}) {
     this.#deps = deps;
@@ -87,6 +92,7 @@ export class TokenService {
     this.#pollMaxMs = config.pollMaxMs ?? 800;
     this.#failureBackoffMs = config.failureBackoffMs ?? 5000;
     this.#versions = new VersionCheck(deps.credentials, deps.clock);
+    this.#useMarkInterval = config.useMarkIntervalSeconds ?? 180;
   }
 
   /**
@@ -96,6 +102,12 @@ export class TokenService {
    */
   async getToken(scope: string | undefined, minTtl: number): Promise<VendResult> {
     const key = tokenKey(scope);
+    const result = await this.#getToken(key, scope, minTtl);
+    await this.#noteUse(key);
+    return result;
+  }
+
+  async #getToken(key: string, scope: string | undefined, minTtl: number): Promise<VendResult> {
     for (let joins = 0; ; ) {
       const credentials = await this.#credentialsIfReadable();
       const cached = this.#l1.get(key, this.#now());
@@ -111,22 +123,64 @@ export class TokenService {
     }
   }
 
-  /** Mints a new token now under the lease, whatever the cache holds (operator refresh). */
-  async refresh(scope: string | undefined): Promise<VendResult> {
+  /**
+   * Mints a new token for `scope` under the same lease as the vend path.
+   * Forced (operator refresh) by default; with `dueWithinSeconds` (the
+   * scheduled refresh) only when the stored token would enter its
+   * refresh-ahead window, or stop being current, within that many seconds.
+   * `busy` when another caller holds the lease or stored a token since the
+   * read; errors are the vend path's (SPEC section 3).
+   */
+  async refresh(
+    scope: string | undefined,
+    options: { dueWithinSeconds?: number } = {},
+  ): Promise<RefreshResult> {
     const key = tokenKey(scope);
     const known = await this.#credentialsIfReadable();
-    const view = await this.#view(await this.#deps.store.get(key), known);
+    const item = await this.#deps.store.get(key);
+    const view = await this.#view(item, known);
     if (!view.canReplace || !view.credentials) throw credentialsUnavailable();
-    if (!(await this.#tryLease(key, this.#deps.clock.now(), view.revision))) {
-      throw new UpstreamUnavailableError('Another refresh of this scope is in progress.', 1);
+    const { dueWithinSeconds } = options;
+    if (
+      dueWithinSeconds !== undefined &&
+      view.token &&
+      this.#fresh(view.token, 0, view.credentials, this.#now() + dueWithinSeconds)
+    ) {
+      return { status: 'fresh', expiresAt: view.token.expiresAt };
     }
-    return this.#mintUnderLease(key, scope, view.credentials, undefined, 0);
+    const nowMs = this.#deps.clock.now();
+    if (
+      dueWithinSeconds !== undefined &&
+      backingOff(item?.failure, nowMs, this.#failureBackoffMs)
+    ) {
+      return { status: 'busy' };
+    }
+    if (!(await this.#tryLease(key, nowMs, view.revision))) return { status: 'busy' };
+    const { token } = await this.#mintUnderLease(key, scope, view.credentials, undefined, 0);
+    return { status: 'refreshed', expiresAt: token.expiresAt };
   }
 
   /** Forgets this instance's L1 entries (tests, operator invalidation). */
   forget(scope?: string): void {
     if (scope === undefined) this.#l1.clear();
     else this.#l1.delete(tokenKey(scope));
+  }
+
+  /**
+   * Marks the scope in use in the table, at most once per interval per
+   * instance, so tracking use costs no write per vend. A failure only loses
+   * one mark.
+   */
+  async #noteUse(key: string): Promise<void> {
+    const now = this.#now();
+    const last = this.#marked.get(key);
+    if (last !== undefined && now - last < this.#useMarkInterval) return;
+    this.#marked.set(key, now);
+    try {
+      await this.#deps.store.markUsed(key, now);
+    } catch (error) {
+      this.#deps.logger.warn('could not mark the scope in use', { key, error: describe(error) });
+    }
   }
 
   /** The cached credentials, or undefined while the secret cannot be read at all. */
@@ -428,11 +482,16 @@ export class TokenService {
     return epochSeconds(this.#deps.clock);
   }
 
-  /** Fresh (freshness.ts) and minted with the current secret. */
-  #fresh(token: Token, minTtl: number, credentials: ProviderCredentials): boolean {
+  /** Fresh (freshness.ts) at `at` (default now) and minted with the current secret. */
+  #fresh(
+    token: Token,
+    minTtl: number,
+    credentials: ProviderCredentials,
+    at = this.#now(),
+  ): boolean {
     return (
       token.credentialsVersion === credentials.version &&
-      isFresh(token, minTtl, this.#now(), this.#refreshAhead)
+      isFresh(token, minTtl, at, this.#refreshAhead)
     );
   }
 }

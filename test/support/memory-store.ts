@@ -41,7 +41,12 @@ export class MemoryTokenStore implements TokenStore {
     this.#check();
     const item = this.items.get(pk);
     if (item?.leaseOwner !== owner) return false;
-    this.items.set(pk, { pk, token, revision: token.expiresAt });
+    this.items.set(pk, {
+      pk,
+      token,
+      revision: token.expiresAt,
+      ...(item.lastUsedAt === undefined ? {} : { lastUsedAt: item.lastUsedAt }),
+    });
     return true;
   }
 
@@ -51,6 +56,13 @@ export class MemoryTokenStore implements TokenStore {
     if (item?.leaseOwner !== owner) return;
     const { leaseOwner: _o, leaseUntil: _u, ...rest } = item;
     this.items.set(pk, failure ? { ...rest, failure } : rest);
+  }
+
+  async markUsed(pk: string, atSeconds: number): Promise<void> {
+    this.#check();
+    const item = this.items.get(pk);
+    if (!item || (item.lastUsedAt ?? Number.NEGATIVE_INFINITY) >= atSeconds) return;
+    this.items.set(pk, { ...item, lastUsedAt: atSeconds });
   }
 
   async delete(pk: string): Promise<void> {

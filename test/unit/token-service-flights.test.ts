@@ -6,7 +6,7 @@ const spread = (count: number): number[] =>
   Array.from({ length: count }, (_, i) => Math.floor((i * 3600) / (count - 1)));
 
 describe('one flight per scope, whatever min_ttl callers ask', () => {
-  it('200 cold callers of one scope with 200 different min_ttl values share one lookup: 1 mint, 3 store calls', async () => {
+  it('200 cold callers of one scope with 200 different min_ttl values share one lookup: 1 mint, 4 store calls', async () => {
     // Prepare
     const t = setup();
 
@@ -15,7 +15,7 @@ describe('one flight per scope, whatever min_ttl callers ask', () => {
 
     // Assess
     expect(t.provider.state.mints).toBe(1);
-    expect(t.store.calls).toBe(3); // get, lease, put
+    expect(t.store.calls).toBe(4); // get, lease, put, and one in-use mark
     expect(new Set(results.map((r) => r.token.accessToken))).toEqual(new Set(['tok-1']));
   });
 
@@ -58,5 +58,37 @@ describe('one flight per scope, whatever min_ttl callers ask', () => {
     expect(one.token.scope).toBe('ba_1');
     expect(two.token.scope).toBe('ba_2');
     expect(t.provider.state.mints).toBe(2);
+  });
+});
+
+describe('in-use tracking', () => {
+  it('marks a scope in use at most once per instance every 3 minutes, not once per vend', async () => {
+    // Prepare
+    const t = setup();
+    await t.a.getToken('ba_1', 300);
+    const firstMark = t.store.items.get('TOKEN#ba_1')?.lastUsedAt;
+    const calls = t.store.calls;
+
+    // Act: 100 vends within 3 minutes, then one after
+    for (let i = 0; i < 100; i++) await t.a.getToken('ba_1', 300);
+    const callsWithin = t.store.calls - calls;
+    t.clock.advance(180);
+    await t.a.getToken('ba_1', 300);
+
+    // Assess
+    expect(firstMark).toBe(Math.floor(t.clock.now() / 1000) - 180);
+    expect(callsWithin).toBe(0);
+    expect(t.store.items.get('TOKEN#ba_1')?.lastUsedAt).toBe(Math.floor(t.clock.now() / 1000));
+  });
+
+  it('a failed mark never fails the vend', async () => {
+    const t = setup();
+    t.store.markUsed = async () => {
+      throw new Error('DynamoDB UpdateItem failed (TimeoutError)');
+    };
+
+    const result = await t.a.getToken('ba_1', 300);
+
+    expect(result.token.accessToken).toBe('tok-1');
   });
 });

@@ -1,0 +1,105 @@
+import type { Clock } from '../core/clock.js';
+import { describe } from '../core/describe-error.js';
+import { VendError } from '../core/errors.js';
+import { scopeOfKey } from '../core/item-keys.js';
+import type { TokenStore } from '../core/ports.js';
+import type { CoreLogger, TokenService } from '../core/token-service.js';
+
+export interface ScheduledRefreshConfig {
+  /** A scope vended within this many seconds is in use. Default 3600. */
+  readonly inUseWindowSeconds: number;
+  /**
+   * Refresh a token that would enter its refresh-ahead window within this
+   * many seconds: two schedule intervals, so one missed run changes nothing.
+   */
+  readonly dueWithinSeconds: number;
+  /** The access policy's scopes: no other scope is ever sent upstream. */
+  readonly scopes: ReadonlySet<string>;
+  /** Scopes refreshed at once. Default 4. */
+  readonly concurrency?: number;
+}
+
+export interface ScheduledRefreshDeps {
+  readonly tokens: Pick<TokenService, 'refresh'>;
+  readonly store: Pick<TokenStore, 'list'>;
+  readonly clock: Clock;
+  readonly logger: CoreLogger;
+}
+
+/** One run's outcome per cached scope; the unscoped token is listed as `unscoped`. */
+export interface ScheduledRefreshReport {
+  /** Minted now. */
+  readonly refreshed: string[];
+  /** In use, and not due before the next two runs. */
+  readonly fresh: string[];
+  /** Another caller held the lease or a failed refresh was backing off. */
+  readonly busy: string[];
+  /** Not vended within the in-use window: left alone. */
+  readonly unused: string[];
+  /** Cached but no longer in the access policy: never sent upstream. */
+  readonly unconfigured: string[];
+  readonly failed: Array<{ readonly scope: string; readonly code: string }>;
+}
+
+/** A run in which some refresh failed; thrown after every scope was tried. */
+export class ScheduledRefreshFailedError extends Error {
+  override name = 'ScheduledRefreshFailedError';
+  readonly report: ScheduledRefreshReport;
+  constructor(report: ScheduledRefreshReport) {
+    super(`Refresh failed for ${report.failed.map((f) => `${f.scope} (${f.code})`).join(', ')}.`);
+    this.report = report;
+  }
+}
+
+const label = (scope: string | undefined): string => scope ?? 'unscoped';
+
+/**
+ * The scheduled refresh of SPEC section 2: every cached token that is in use
+ * and would come due before the next two runs is refreshed under the vend
+ * path's own lease (one mint across all instances and the schedule), so once
+ * a scope is in use no vend waits on the provider. Returns what it did; the
+ * caller decides whether a failure fails the invocation.
+ */
+export async function runScheduledRefresh(
+  deps: ScheduledRefreshDeps,
+  config: ScheduledRefreshConfig,
+): Promise<ScheduledRefreshReport> {
+  const report: ScheduledRefreshReport = {
+    refreshed: [],
+    fresh: [],
+    busy: [],
+    unused: [],
+    unconfigured: [],
+    failed: [],
+  };
+  const now = Math.floor(deps.clock.now() / 1000);
+  const due: Array<string | undefined> = [];
+  for (const item of await deps.store.list()) {
+    const scope = scopeOfKey(item.pk);
+    if (scope === null) continue;
+    if (scope !== undefined && !config.scopes.has(scope)) report.unconfigured.push(scope);
+    else if (item.lastUsedAt === undefined || now - item.lastUsedAt > config.inUseWindowSeconds) {
+      report.unused.push(label(scope));
+    } else due.push(scope);
+  }
+  const refreshOne = async (scope: string | undefined): Promise<void> => {
+    try {
+      const result = await deps.tokens.refresh(scope, {
+        dueWithinSeconds: config.dueWithinSeconds,
+      });
+      report[result.status].push(label(scope));
+    } catch (error) {
+      const code = error instanceof VendError ? error.code : 'internal_error';
+      report.failed.push({ scope: label(scope), code });
+      deps.logger.warn('scheduled refresh failed', { scope: label(scope), error: describe(error) });
+    }
+  };
+  const lanes = Math.max(1, config.concurrency ?? 4);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: lanes }, async () => {
+      while (next < due.length) await refreshOne(due[next++]);
+    }),
+  );
+  return report;
+}

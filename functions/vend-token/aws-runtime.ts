@@ -1,0 +1,65 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { KMSClient } from '@aws-sdk/client-kms';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { SecretsManagerCredentials } from '../adapters/credentials.js';
+import { DynamoDbTokenStore } from '../adapters/dynamodb-token-store.js';
+import { metricsRecorder } from '../adapters/metrics.js';
+import { KmsSealer } from '../adapters/sealers.js';
+import { type Env, EnvReader, readVendSettings, type VendSettings } from '../core/config.js';
+import { createVendRuntime, type VendRuntime } from './runtime.js';
+
+export interface AwsRuntime {
+  readonly runtime: VendRuntime;
+  readonly store: DynamoDbTokenStore;
+  readonly settings: VendSettings;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+}
+
+/**
+ * One "Lambda instance" of the token cache wired to AWS from the environment,
+ * shared by the vend and refresh functions. Configuration is read and checked
+ * once; an invalid access policy or a missing variable throws a ConfigError
+ * naming every problem. `extra` reads further variables with the same reader,
+ * so their problems are reported together.
+ */
+export function createAwsRuntime<T = undefined>(
+  env: Env,
+  serviceName: string,
+  extra?: (reader: EnvReader) => T,
+): AwsRuntime & { readonly extra: T } {
+  const reader = new EnvReader(env);
+  const secretArn = reader.required('CREDENTIALS_SECRET_ARN');
+  const kmsKeyId = reader.required('KMS_KEY_ID');
+  const more = extra?.(reader) as T;
+  const settings = readVendSettings(reader);
+
+  const logger = new Logger({ serviceName: 'token-vending' });
+  const metrics = new Metrics({ namespace: 'TokenVending', serviceName });
+  const recorder = metricsRecorder(metrics);
+  // Short timeouts: a hung AWS call must not hold a vend; DynamoDB failures fall
+  // back to degraded mode, KMS and Secrets Manager ones to cached values.
+  const fast = { maxAttempts: 2, requestHandler: { requestTimeout: 1000, connectionTimeout: 500 } };
+  const store = new DynamoDbTokenStore(new DynamoDBClient(fast), settings.tableName);
+  const runtime = createVendRuntime({
+    store,
+    sealer: new KmsSealer(new KMSClient(fast), kmsKeyId),
+    credentials: new SecretsManagerCredentials({
+      client: new SecretsManagerClient({
+        ...fast,
+        requestHandler: { requestTimeout: 2000, connectionTimeout: 500 },
+      }),
+      secretId: secretArn,
+      logger,
+    }),
+    provider: { baseUrl: settings.providerBaseUrl, unscopedScopeMode: settings.unscopedScopeMode },
+    policy: settings.policy,
+    tokenConfig: { refreshAheadSeconds: settings.refreshAheadSeconds },
+    logger,
+    count: recorder.count,
+    recordVend: recorder.recordVend,
+  });
+  return { runtime, store, settings, logger, metrics, extra: more };
+}

@@ -1,0 +1,93 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
+import {
+  runScheduledRefresh,
+  type ScheduledRefreshConfig,
+} from '../../functions/refresh/scheduled-refresh.js';
+import type { VendRuntime } from '../../functions/vend-token/runtime.js';
+import { type ProviderSimulator, startProviderSimulator } from '../../local/provider-simulator.js';
+import { TestClock } from '../support/clock.js';
+import { createTestTable, dynamoClient } from '../support/dynamodb.js';
+import { makeInstance, quietLogger, urlEvent, vend } from '../support/vend-harness.js';
+
+let sim: ProviderSimulator;
+let client: DynamoDBClient;
+let table: string;
+
+beforeAll(async () => {
+  sim = await startProviderSimulator();
+  client = dynamoClient();
+});
+afterAll(async () => {
+  await sim.close();
+  client.destroy();
+});
+beforeEach(async () => {
+  sim.reset();
+  table = await createTestTable(client);
+});
+
+const CONFIG: ScheduledRefreshConfig = {
+  inUseWindowSeconds: 3600,
+  dueWithinSeconds: 600,
+  scopes: new Set(['ba_demo_1', 'ba_demo_2']),
+};
+
+function world() {
+  const clock = new TestClock({ virtualSleep: true });
+  const store = new DynamoDbTokenStore(client, table);
+  const instance = () => makeInstance({ sim, clock, client, table });
+  const scheduler = instance();
+  const refresh = () =>
+    runScheduledRefresh({ tokens: scheduler.tokens, store, clock, logger: quietLogger() }, CONFIG);
+  return { clock, store, instance, refresh };
+}
+
+const ask = (runtime: VendRuntime, scope: string) =>
+  vend(runtime, urlEvent({ query: `scope=${scope}` }));
+
+describe('scheduled refresh', () => {
+  it('over a simulated day, keeps an in-use scope from ever making a caller wait on the provider, and leaves an unused one alone', async () => {
+    // Prepare: three vend instances; ba_demo_2 is vended once, ba_demo_1 every minute
+    const w = world();
+    let instances = [w.instance(), w.instance(), w.instance()];
+    const first = await ask(instances[0]!, 'ba_demo_1');
+    await ask(instances[1]!, 'ba_demo_2');
+    expect(first.status).toBe(200);
+    w.clock.advance(130); // the schedule's ticks do not line up with the first mint
+    const tokens = new Set<string>();
+    let vendsThatReachedTheProvider = 0;
+
+    // Act: 24 h in five-minute steps: the schedule runs (one run in 13 is
+    // missed), then two callers ask 100 s and 250 s later; instances are
+    // recycled every 2 hours as Lambda recycles them
+    for (let step = 1; step <= (24 * 60) / 5; step++) {
+      if (step % 24 === 0) instances = [w.instance(), w.instance(), w.instance()];
+      if (step % 13 !== 0) await w.refresh(); // one run in 13 is missed
+      for (const [runtime, wait] of [
+        [instances[step % 3]!, 100],
+        [instances[(step + 1) % 3]!, 150],
+      ] as const) {
+        w.clock.advance(wait);
+        const before = sim.stats.tokenRequests;
+        const result = await ask(runtime, 'ba_demo_1');
+        if (sim.stats.tokenRequests !== before) vendsThatReachedTheProvider++;
+        expect(result.status).toBe(200);
+        expect(result.body.expires_in as number).toBeGreaterThan(900);
+        tokens.add(result.body.access_token as string);
+      }
+      w.clock.advance(50);
+    }
+
+    // Assess
+    const mints1 = sim.stats.tokenRequestsByScope.ba_demo_1 ?? 0;
+    const mints2 = sim.stats.tokenRequestsByScope.ba_demo_2 ?? 0;
+    // 7200 s tokens refreshed 900 + 600 s before expiry: one mint per 5700 s at most
+    expect(mints1).toBeLessThanOrEqual(Math.ceil(86_400 / (7200 - 1500)) + 1);
+    expect(mints1).toBeGreaterThanOrEqual(Math.floor(86_400 / 7200));
+    expect(mints2).toBe(1);
+    expect(vendsThatReachedTheProvider).toBe(0);
+    expect(tokens.size).toBe(mints1);
+  });
+});
