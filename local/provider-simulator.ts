@@ -68,7 +68,13 @@ export type KeysFault =
   | { kind: 'latency'; ms: number }
   | { kind: 'status'; status: number; retryAfter?: number; body?: unknown }
   | { kind: 'malformed' }
-  | { kind: 'hang' };
+  | { kind: 'hang' }
+  /**
+   * The request is processed in full (keys issued, idempotency record kept), then the
+   * connection is destroyed before any answer: the client sees a network error after
+   * the provider committed.
+   */
+  | { kind: 'dropAfterCommit' };
 
 export interface SimulatorStats {
   tokenRequests: number;
@@ -107,6 +113,8 @@ export interface ProviderSimulator {
   clearFaults(): void;
   /** Rotation: the old pair is rejected from now on. */
   setCredentials(creds: ProviderCredentials): void;
+  /** Revokes every access token issued so far: each is answered 401 invalid_token from now on. */
+  revokeTokens(): void;
   setOptions(patch: MutableSimulatorOptions): void;
   /** Snapshot of the counters. */
   readonly stats: SimulatorStats;
@@ -208,6 +216,28 @@ function readBody(req: IncomingMessage, limit: number): Promise<BodyRead> {
 function isForm(contentType: string | undefined): boolean {
   const media = contentType?.split(';', 1)[0]?.trim().toLowerCase();
   return media === 'application/x-www-form-urlencoded';
+}
+
+/**
+ * The key-issuing payload is not shown in the provider document: any body is accepted,
+ * but a non-empty one must be a JSON object sent as application/json.
+ */
+function keysPayloadProblem(contentType: string | undefined, body: string): Reply | undefined {
+  if (body === '') return undefined;
+  const media = contentType?.split(';', 1)[0]?.trim().toLowerCase();
+  if (media !== 'application/json') {
+    return error(415, 'invalid_request', 'a request body must be sent as application/json');
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return error(400, 'invalid_request', 'the request body is not valid JSON');
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    return error(400, 'invalid_request', 'the request body must be a JSON object');
+  }
+  return undefined;
 }
 
 function defaultFaultError(status: number): string {
@@ -399,7 +429,12 @@ export async function startProviderSimulator(
   }
 
   /** 4.2: validates a key-issuing request (after faults) and issues keys. */
-  function issueKeys(req: IncomingMessage, id: string, idempotencyKey: string | undefined): Reply {
+  function issueKeys(
+    req: IncomingMessage,
+    id: string,
+    idempotencyKey: string | undefined,
+    body: string,
+  ): Reply {
     const bearer = /^Bearer ([^\s]+)$/i.exec(req.headers.authorization?.trim() ?? '')?.[1];
     const challenge = (code: string) => ({
       'www-authenticate': `Bearer realm="provider", error="${code}"`,
@@ -433,6 +468,8 @@ export async function startProviderSimulator(
     if (idempotencyKey !== undefined && !UUID.test(idempotencyKey)) {
       return error(400, 'invalid_request', 'Idempotency-Key must be a UUID');
     }
+    const payloadProblem = keysPayloadProblem(req.headers['content-type'], body);
+    if (payloadProblem) return payloadProblem;
     if (idempotencyKey !== undefined) {
       const previous = idempotency.get(idempotencyKey.toLowerCase());
       if (previous && previous.id !== id) {
@@ -564,7 +601,13 @@ export async function startProviderSimulator(
     } catch {
       return finish(error(404, 'not_found', 'unknown business application'));
     }
-    return finish(issueKeys(req, id, idempotencyKey));
+    const reply = issueKeys(req, id, idempotencyKey, read.body);
+    if (fault?.kind === 'dropAfterCommit') {
+      // Committed above; the answer is lost on the way back.
+      res.destroy();
+      return finish(null);
+    }
+    return finish(reply);
   }
 
   const server = createServer((req, res) => {
@@ -606,6 +649,9 @@ export async function startProviderSimulator(
     },
     setCredentials(creds: ProviderCredentials): void {
       credentials = { key: creds.key, secret: creds.secret };
+    },
+    revokeTokens(): void {
+      tokens.clear();
     },
     setOptions(patch: MutableSimulatorOptions): void {
       const defined = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));

@@ -702,6 +702,74 @@ describe('key-issuing endpoint (4.2)', () => {
     expect(res.headers.get('allow')).toBe('POST');
   });
 
+  it('dropAfterCommit issues the keys, then destroys the connection without an answer', async () => {
+    // Prepare
+    const token = await tokenFor(null);
+    const idem = randomUUID();
+    sim.injectKeysFault({ kind: 'dropAfterCommit' });
+
+    // Act
+    const lost = await keysCall('ba_demo_1', token, idem).then(
+      () => 'answered',
+      (e: unknown) => (e instanceof TypeError ? 'network error' : 'other'),
+    );
+    const replay = await keysCall('ba_demo_1', token, idem);
+
+    // Assess: the first request committed, so the replay returns its keys
+    expect(lost).toBe('network error');
+    expect(replay.status).toBe(201);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(sim.stats.keysIssued).toBe(1);
+    expect(sim.requests.filter((r) => r.endpoint === 'keys')).toMatchObject([
+      { status: 0, fault: 'dropAfterCommit', idempotencyKey: idem },
+      { status: 201, idempotencyKey: idem },
+    ]);
+  });
+
+  it('revokeTokens makes every issued token answer 401 invalid_token', async () => {
+    // Prepare
+    const token = await tokenFor(null);
+
+    // Act
+    sim.revokeTokens();
+    const res = await keysCall('ba_demo_1', token, randomUUID());
+    const fresh = await keysCall('ba_demo_1', await tokenFor(null), randomUUID());
+
+    // Assess
+    expect(res.status).toBe(401);
+    expect(await errorOf(res)).toBe('invalid_token');
+    expect(fresh.status).toBe(201);
+  });
+
+  it('accepts an empty body, and checks a non-empty one is a JSON object', async () => {
+    // Prepare
+    const token = await tokenFor(null);
+    const url = `${sim.url}/partner/v1/basic_auth/business_applications/ba_demo_1/keys`;
+    const call = (body: string | undefined, contentType?: string) =>
+      fetch(url, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(contentType ? { 'content-type': contentType } : {}),
+        },
+        ...(body === undefined ? {} : { body }),
+      });
+
+    // Act
+    const empty = await call(undefined);
+    const text = await call('{"label":"x"}', 'text/plain');
+    const broken = await call('{"label":', 'application/json');
+    const array = await call('[1]', 'application/json');
+    const object = await call('{"label":"x"}', 'application/json; charset=utf-8');
+
+    // Assess
+    expect(empty.status).toBe(201);
+    expect(text.status).toBe(415);
+    expect(broken.status).toBe(400);
+    expect(array.status).toBe(400);
+    expect(object.status).toBe(201);
+  });
+
   it('keys faults: 429 with Retry-After, then malformed, then a real answer', async () => {
     // Prepare
     const token = await tokenFor(null);

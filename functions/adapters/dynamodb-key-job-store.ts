@@ -1,0 +1,322 @@
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  GetItemCommand,
+  ScanCommand,
+  UpdateItemCommand,
+  type UpdateItemCommandInput,
+} from '@aws-sdk/client-dynamodb';
+import { keyJobKey } from '../issue-keys/business-application-id.js';
+import { type FailureCode, KeyJobStoreError, LeaseLostError } from '../issue-keys/errors.js';
+import type {
+  KeyJobRecord,
+  KeyJobState,
+  KeyJobStore,
+  SealedEncoding,
+} from '../issue-keys/ports.js';
+
+type Item = Record<string, AttributeValue>;
+
+const STATES: readonly KeyJobState[] = ['pending', 'received', 'stored', 'rejected'];
+const num = (value: number): AttributeValue => ({ N: String(value) });
+const readNum = (a: AttributeValue | undefined): number | undefined =>
+  a?.N === undefined ? undefined : Number(a.N);
+const seconds = (ms: number): number => Math.floor(ms / 1000);
+
+/** Maps a `KEYS#<id>` item to the job's shape. */
+export function keyJobFromItem(item: Item): KeyJobRecord {
+  const pk = item.pk?.S ?? '';
+  const state = item.state?.S as KeyJobState | undefined;
+  const blob = item.sealed_response?.B;
+  const encoding = item.sealed_encoding?.S as SealedEncoding | undefined;
+  const optional = <T>(name: string, value: T | undefined) =>
+    value === undefined ? {} : { [name]: value };
+  return {
+    businessApplicationId: item.business_application_id?.S ?? pk.slice('KEYS#'.length),
+    state: state && STATES.includes(state) ? state : 'pending',
+    attempts: readNum(item.attempts) ?? 0,
+    issueCount: readNum(item.issue_count) ?? 0,
+    ...optional('idempotencyKey', item.idempotency_key?.S),
+    ...optional('leaseOwner', item.lease_owner?.S),
+    ...optional('leaseUntilMs', readNum(item.lease_until)),
+    ...optional('lastError', item.last_error?.S as FailureCode | undefined),
+    ...optional('lastErrorAt', readNum(item.last_error_at)),
+    ...optional('createdAt', readNum(item.created_at)),
+    ...optional('updatedAt', readNum(item.updated_at)),
+    ...optional('lastAttemptAt', readNum(item.last_attempt_at)),
+    ...optional('receivedAt', readNum(item.received_at)),
+    ...optional('responseStatus', readNum(item.response_status)),
+    ...(blob !== undefined && (encoding === 'utf8' || encoding === 'base64')
+      ? { sealed: { blob, encoding } }
+      : {}),
+    ...optional('secretName', item.secret_name?.S),
+    ...optional('secretVersion', item.secret_version?.S),
+    ...optional('storedAt', readNum(item.stored_at)),
+  };
+}
+
+/**
+ * Key-issuing job records (`pk = KEYS#<id>`) in the token cache table. No `ttl`
+ * is ever written on them: a record lives as long as the keys it describes.
+ * Every write but `acquire` requires this run to hold the lease
+ * (`lease_owner = :owner`), else LeaseLostError; SDK failures become
+ * KeyJobStoreError.
+ */
+export class DynamoDbKeyJobStore implements KeyJobStore {
+  readonly #client: DynamoDBClient;
+  readonly #table: string;
+
+  constructor(client: DynamoDBClient, tableName: string) {
+    this.#client = client;
+    this.#table = tableName;
+  }
+
+  async get(id: string): Promise<KeyJobRecord | undefined> {
+    const out = await this.#send('GetItem', () =>
+      this.#client.send(
+        new GetItemCommand({
+          TableName: this.#table,
+          Key: { pk: { S: keyJobKey(id) } },
+          ConsistentRead: true,
+        }),
+      ),
+    );
+    return out.Item ? keyJobFromItem(out.Item) : undefined;
+  }
+
+  async acquire(
+    id: string,
+    owner: string,
+    nowMs: number,
+    untilMs: number,
+  ): Promise<KeyJobRecord | undefined> {
+    try {
+      const out = await this.#send('UpdateItem', () =>
+        this.#client.send(
+          new UpdateItemCommand({
+            TableName: this.#table,
+            Key: { pk: { S: keyJobKey(id) } },
+            UpdateExpression: [
+              'SET lease_owner = :owner, lease_until = :until',
+              'business_application_id = :id',
+              '#state = if_not_exists(#state, :pending)',
+              'attempts = if_not_exists(attempts, :zero)',
+              'issue_count = if_not_exists(issue_count, :zero)',
+              'created_at = if_not_exists(created_at, :now)',
+              'updated_at = :now',
+            ].join(', '),
+            ConditionExpression: 'attribute_not_exists(lease_until) OR lease_until < :nowMs',
+            ExpressionAttributeNames: { '#state': 'state' },
+            ExpressionAttributeValues: {
+              ':owner': { S: owner },
+              ':until': num(untilMs),
+              ':id': { S: id },
+              ':pending': { S: 'pending' },
+              ':zero': num(0),
+              ':now': num(seconds(nowMs)),
+              ':nowMs': num(nowMs),
+            },
+            ReturnValues: 'ALL_NEW',
+          }),
+        ),
+      );
+      return keyJobFromItem(out.Attributes ?? {});
+    } catch (error) {
+      if (
+        error instanceof KeyJobStoreError &&
+        error.cause instanceof ConditionalCheckFailedException
+      ) {
+        return undefined;
+      }
+      throw error;
+    }
+  }
+
+  async begin(
+    id: string,
+    owner: string,
+    idempotencyKey: string,
+    nowMs: number,
+    untilMs: number,
+  ): Promise<void> {
+    await this.#leased(id, owner, {
+      UpdateExpression:
+        'SET idempotency_key = :key, #state = :pending, attempts = :zero, lease_until = :until, updated_at = :now',
+      ExpressionAttributeNames: { '#state': 'state' },
+      ExpressionAttributeValues: {
+        ':key': { S: idempotencyKey },
+        ':pending': { S: 'pending' },
+        ':zero': num(0),
+        ':until': num(untilMs),
+        ':now': num(seconds(nowMs)),
+      },
+    });
+  }
+
+  async recordAttempt(id: string, owner: string, nowMs: number, untilMs: number): Promise<void> {
+    await this.#leased(id, owner, {
+      UpdateExpression:
+        'SET attempts = if_not_exists(attempts, :zero) + :one, last_attempt_at = :now, updated_at = :now, lease_until = :until',
+      ExpressionAttributeValues: {
+        ':zero': num(0),
+        ':one': num(1),
+        ':now': num(seconds(nowMs)),
+        ':until': num(untilMs),
+      },
+    });
+  }
+
+  async saveReceived(
+    id: string,
+    owner: string,
+    received: { blob: Uint8Array; encoding: SealedEncoding; status: number },
+    nowMs: number,
+    untilMs: number,
+  ): Promise<void> {
+    await this.#leased(id, owner, {
+      UpdateExpression:
+        'SET #state = :received, sealed_response = :blob, sealed_encoding = :encoding, response_status = :status, received_at = :now, updated_at = :now, lease_until = :until',
+      ExpressionAttributeNames: { '#state': 'state' },
+      ExpressionAttributeValues: {
+        ':received': { S: 'received' },
+        ':blob': { B: received.blob },
+        ':encoding': { S: received.encoding },
+        ':status': num(received.status),
+        ':now': num(seconds(nowMs)),
+        ':until': num(untilMs),
+      },
+    });
+  }
+
+  async markStored(
+    id: string,
+    owner: string,
+    stored: { secretName: string; secretVersion: string; status: number },
+    nowMs: number,
+  ): Promise<void> {
+    await this.#leased(id, owner, {
+      UpdateExpression:
+        'SET #state = :stored, stored_at = :now, updated_at = :now, secret_name = :name, ' +
+        'secret_version = :version, response_status = :status, ' +
+        'issue_count = if_not_exists(issue_count, :zero) + :one ' +
+        'REMOVE idempotency_key, sealed_response, sealed_encoding, last_error, last_error_at, ' +
+        'lease_owner, lease_until',
+      ExpressionAttributeNames: { '#state': 'state' },
+      ExpressionAttributeValues: {
+        ':stored': { S: 'stored' },
+        ':now': num(seconds(nowMs)),
+        ':name': { S: stored.secretName },
+        ':version': { S: stored.secretVersion },
+        ':status': num(stored.status),
+        ':zero': num(0),
+        ':one': num(1),
+      },
+    });
+  }
+
+  async recordFailure(
+    id: string,
+    owner: string,
+    code: FailureCode,
+    nowMs: number,
+    next?: 'stored' | 'rejected',
+  ): Promise<void> {
+    const values: Item = { ':code': { S: code }, ':now': num(seconds(nowMs)) };
+    let update = 'SET last_error = :code, last_error_at = :now, updated_at = :now';
+    let remove = 'REMOVE lease_owner, lease_until';
+    let condition: string | undefined;
+    if (next) {
+      update += ', #state = :next';
+      remove += ', idempotency_key';
+      values[':next'] = { S: next };
+      // Never drop the key of an answer that waits to be stored.
+      values[':received'] = { S: 'received' };
+      condition = '#state <> :received';
+    }
+    await this.#leased(
+      id,
+      owner,
+      {
+        UpdateExpression: `${update} ${remove}`,
+        ...(next ? { ExpressionAttributeNames: { '#state': 'state' } } : {}),
+        ExpressionAttributeValues: values,
+      },
+      condition,
+    );
+  }
+
+  async release(id: string, owner: string): Promise<void> {
+    try {
+      await this.#leased(id, owner, { UpdateExpression: 'REMOVE lease_owner, lease_until' });
+    } catch (error) {
+      if (!(error instanceof LeaseLostError)) throw error;
+    }
+  }
+
+  async list(): Promise<KeyJobRecord[]> {
+    const records: KeyJobRecord[] = [];
+    let start: Item | undefined;
+    do {
+      const page = await this.#send('Scan', () =>
+        this.#client.send(
+          new ScanCommand({
+            TableName: this.#table,
+            ConsistentRead: true,
+            FilterExpression: 'begins_with(pk, :prefix)',
+            ExpressionAttributeValues: { ':prefix': { S: 'KEYS#' } },
+            ExclusiveStartKey: start,
+          }),
+        ),
+      );
+      for (const item of page.Items ?? []) records.push(keyJobFromItem(item));
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return records;
+  }
+
+  /** An UpdateItem that requires `owner` to hold the lease. */
+  async #leased(
+    id: string,
+    owner: string,
+    input: Pick<
+      UpdateItemCommandInput,
+      'UpdateExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'
+    >,
+    extraCondition?: string,
+  ): Promise<void> {
+    try {
+      await this.#send('UpdateItem', () =>
+        this.#client.send(
+          new UpdateItemCommand({
+            TableName: this.#table,
+            Key: { pk: { S: keyJobKey(id) } },
+            ...input,
+            ConditionExpression: `lease_owner = :owner${extraCondition ? ` AND ${extraCondition}` : ''}`,
+            ExpressionAttributeValues: {
+              ...input.ExpressionAttributeValues,
+              ':owner': { S: owner },
+            },
+          }),
+        ),
+      );
+    } catch (error) {
+      if (
+        error instanceof KeyJobStoreError &&
+        error.cause instanceof ConditionalCheckFailedException
+      ) {
+        throw new LeaseLostError(id);
+      }
+      throw error;
+    }
+  }
+
+  async #send<T>(operation: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      const name = error instanceof Error ? error.name : 'UnknownError';
+      throw new KeyJobStoreError(`DynamoDB ${operation} failed (${name})`, { cause: error });
+    }
+  }
+}

@@ -1,0 +1,75 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { KMSClient } from '@aws-sdk/client-kms';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import type { Context } from 'aws-lambda';
+import { TokenVendingClient } from '../../client/index.js';
+import { DynamoDbKeyJobStore } from '../adapters/dynamodb-key-job-store.js';
+import { KmsSealer } from '../adapters/sealers.js';
+import {
+  SecretsManagerKeyVault,
+  secretsPrefixProblem,
+} from '../adapters/secrets-manager-key-vault.js';
+import { EnvReader } from '../core/config.js';
+import { readKeyIssuingSettings } from './config.js';
+import type { KeyIssuingResult } from './errors.js';
+import { createKeyIssuingJob, DEFAULT_LEASE_MS } from './job.js';
+
+// Thin wiring: configuration is read and checked once at start; a missing or
+// invalid variable stops the function with one message naming every problem.
+const env = new EnvReader(process.env);
+const tableName = env.required('TABLE_NAME');
+const kmsKeyId = env.required('KMS_KEY_ID');
+const secretsPrefix = env.required('SECRETS_PREFIX');
+const settings = readKeyIssuingSettings(env);
+const prefixProblem = secretsPrefix === '' ? undefined : secretsPrefixProblem(secretsPrefix);
+if (prefixProblem) env.problem(`SECRETS_PREFIX: ${prefixProblem}`);
+env.done();
+
+const logger = new Logger({ serviceName: 'token-vending' });
+const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'issue-keys' });
+// A hung AWS call must not hold the run until the Lambda timeout.
+const aws = { requestHandler: { requestTimeout: 5000, connectionTimeout: 1000 } };
+
+const job = createKeyIssuingJob(
+  {
+    store: new DynamoDbKeyJobStore(new DynamoDBClient(aws), tableName),
+    vault: new SecretsManagerKeyVault({
+      client: new SecretsManagerClient(aws),
+      prefix: secretsPrefix,
+    }),
+    sealer: new KmsSealer(new KMSClient(aws), kmsKeyId),
+    // Signs with the function's role (the SDK's default chain), which the access
+    // policy grants `unscoped`.
+    tokens: new TokenVendingClient({ url: settings.vendUrl }),
+    logger,
+    count: (metric) => metrics.addMetric(metric, MetricUnit.Count, 1),
+  },
+  {
+    providerBaseUrl: settings.providerBaseUrl,
+    businessApplicationIds: settings.businessApplicationIds,
+    ...(settings.requestBody === undefined ? {} : { requestBody: settings.requestBody }),
+  },
+);
+
+/** Time kept back at the end of an invocation: no id is started within it. */
+const RESERVE_MS = DEFAULT_LEASE_MS + 15_000;
+
+/**
+ * Event: `{}` (the schedule: every configured id) or
+ * `{"businessApplicationIds": [...], "force": true}`. Returns
+ * `{issued, skipped, failed}`; throws KeyIssuingFailedError (message naming each
+ * failed id and code) after every id was processed when any failed, and
+ * InvalidKeyIssuingRequestError for a bad event.
+ */
+export const handler = async (event: unknown, context: Context): Promise<KeyIssuingResult> => {
+  logger.addContext(context);
+  const remaining = context.getRemainingTimeInMillis();
+  const deadlineMs = Date.now() + Math.max(remaining - RESERVE_MS, remaining / 2);
+  try {
+    return await job.handle(event, { deadlineMs });
+  } finally {
+    metrics.publishStoredMetrics();
+  }
+};

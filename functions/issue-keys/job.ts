@@ -1,0 +1,173 @@
+/**
+ * The key-issuing job (SPEC section 6) over injected parts. The Lambda handler,
+ * the admin function's `issue-keys` action and the local stack all build it
+ * through `createKeyIssuingJob` and call `run` (result only) or `handle`
+ * (event in; throws when any id failed).
+ */
+import { randomUUID } from 'node:crypto';
+import { type Clock, systemClock } from '../core/clock.js';
+import type { Sealer } from '../core/ports.js';
+import type { CoreLogger } from '../core/token-service-types.js';
+import { KeyIssuingFailedError, type KeyIssuingResult } from './errors.js';
+import { parseKeyIssuingEvent } from './event.js';
+import { type IdOutcome, issueForId } from './issue-for-id.js';
+import type { KeysRequestConfig } from './keys-request.js';
+import type { KeyJobMetric, KeyJobStore, KeyVault, UnscopedTokenSource } from './ports.js';
+
+export interface KeyIssuingJobDeps {
+  readonly store: KeyJobStore;
+  readonly vault: KeyVault;
+  /** Seals the recovery copy (KMS in AWS, AES-GCM locally); context = the record's pk. */
+  readonly sealer: Sealer;
+  /** The unscoped token through the client library (a TokenVendingClient). */
+  readonly tokens: UnscopedTokenSource;
+  readonly logger: CoreLogger;
+  /** Default: real time. */
+  readonly clock?: Clock;
+  /** Default: the global fetch. */
+  readonly fetch?: typeof fetch;
+  /** Jitter source. Default Math.random. */
+  readonly random?: () => number;
+  readonly count?: (metric: KeyJobMetric) => void;
+  /** Idempotency-Keys and run ids. Default crypto.randomUUID. */
+  readonly uuid?: () => string;
+}
+
+export interface KeyIssuingJobConfig extends Omit<KeysRequestConfig, 'baseUrl' | 'body'> {
+  /** The provider's base URL (`PROVIDER_BASE_URL`). */
+  readonly providerBaseUrl: string;
+  /** The configured ids (`KEY_ISSUE_BUSINESS_APPLICATION_IDS`), used when an event names none. */
+  readonly businessApplicationIds: readonly string[];
+  /** JSON text sent as the request body (`KEY_ISSUE_REQUEST_BODY`); absent: no body. */
+  readonly requestBody?: string;
+  /** Run lease on a job record, ms. Default 60 000; renewed before each request. */
+  readonly leaseMs?: number;
+}
+
+export interface KeyIssuingRunOptions {
+  /** Default: the configured ids. */
+  readonly businessApplicationIds?: readonly string[];
+  /** Issue a new key set even where one is stored. Default false. */
+  readonly force?: boolean;
+  /** Epoch ms after which no further id is started (reported `not_attempted`). */
+  readonly deadlineMs?: number;
+}
+
+export interface KeyIssuingJob {
+  /** Processes every id, then returns what happened to each; never throws for an id's failure. */
+  run(options?: KeyIssuingRunOptions): Promise<KeyIssuingResult>;
+  /**
+   * Validates an event (`{}`, `{"businessApplicationIds":[...],"force":true}`), runs it,
+   * and throws a KeyIssuingFailedError (carrying the result) when any id failed.
+   * @throws InvalidKeyIssuingRequestError, KeyIssuingFailedError
+   */
+  handle(event: unknown, options?: { deadlineMs?: number }): Promise<KeyIssuingResult>;
+}
+
+export const DEFAULT_LEASE_MS = 60_000;
+
+const METRIC: Record<IdOutcome['kind'], KeyJobMetric> = {
+  issued: 'KeysIssued',
+  skipped: 'KeysSkipped',
+  failed: 'KeyIssuingFailures',
+};
+
+export function createKeyIssuingJob(
+  deps: KeyIssuingJobDeps,
+  config: KeyIssuingJobConfig,
+): KeyIssuingJob {
+  const clock = deps.clock ?? systemClock;
+  const uuid = deps.uuid ?? randomUUID;
+  const count = deps.count ?? (() => undefined);
+  const { logger } = deps;
+  const { providerBaseUrl, businessApplicationIds, requestBody, leaseMs, ...tuning } = config;
+  const requestConfig: KeysRequestConfig = {
+    ...tuning,
+    baseUrl: providerBaseUrl,
+    ...(requestBody === undefined ? {} : { body: requestBody }),
+  };
+
+  async function run(options: KeyIssuingRunOptions = {}): Promise<KeyIssuingResult> {
+    const ids = [...new Set(options.businessApplicationIds ?? businessApplicationIds)];
+    const force = options.force ?? false;
+    const owner = uuid();
+    count('KeyIssuingRuns');
+    const result: KeyIssuingResult = { issued: [], skipped: [], failed: [] };
+    if (ids.length === 0) {
+      logger.warn('no business application ids to issue keys for', { runId: owner });
+    }
+    const perId = {
+      store: deps.store,
+      vault: deps.vault,
+      sealer: deps.sealer,
+      tokens: deps.tokens,
+      fetch: deps.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+      clock,
+      random: deps.random ?? Math.random,
+      logger,
+      count,
+      uuid,
+      owner,
+      leaseMs: leaseMs ?? DEFAULT_LEASE_MS,
+    } satisfies Parameters<typeof issueForId>[0];
+
+    for (const id of ids) {
+      const started = clock.now();
+      let outcome: IdOutcome;
+      if (options.deadlineMs !== undefined && started >= options.deadlineMs) {
+        outcome = { kind: 'failed', code: 'not_attempted' };
+      } else {
+        outcome = await issueForId(perId, requestConfig, id, force);
+      }
+      count(METRIC[outcome.kind]);
+      if (outcome.kind === 'issued') {
+        result.issued.push(id);
+        if (outcome.recovered) count('KeysRecovered');
+      } else if (outcome.kind === 'skipped') {
+        result.skipped.push(id);
+      } else {
+        result.failed.push({ id, code: outcome.code });
+      }
+      const line = {
+        runId: owner,
+        businessApplicationId: id,
+        outcome: outcome.kind,
+        ...(outcome.kind === 'failed' ? { code: outcome.code } : {}),
+        ...(outcome.kind === 'issued' ? { recovered: outcome.recovered } : {}),
+        force,
+        latencyMs: clock.now() - started,
+      };
+      if (outcome.kind === 'failed') logger.error('key job', line);
+      else logger.info('key job', line);
+    }
+    logger.info('key issuing run finished', {
+      runId: owner,
+      force,
+      issued: result.issued,
+      skipped: result.skipped,
+      failed: result.failed,
+    });
+    return result;
+  }
+
+  async function handle(
+    event: unknown,
+    options: { deadlineMs?: number } = {},
+  ): Promise<KeyIssuingResult> {
+    let request: ReturnType<typeof parseKeyIssuingEvent>;
+    try {
+      request = parseKeyIssuingEvent(event);
+    } catch (error) {
+      count('InvalidEvents');
+      logger.warn('invalid key-issuing event', {
+        error: error instanceof Error ? error.message : String(error),
+      });
+      throw error;
+    }
+    const result = await run({ ...request, ...options });
+    if (result.failed.length > 0) throw new KeyIssuingFailedError(result);
+    return result;
+  }
+
+  return { run, handle };
+}

@@ -1,0 +1,157 @@
+/**
+ * The provider's key-issuing endpoint (provider-auth-interface.md section 4.2):
+ * one function sends the request and returns the raw response, another reads
+ * it into issued keys or a KeysEndpointError. Error bodies are never read.
+ */
+import { KeysEndpointError } from './errors.js';
+
+/** Secrets Manager holds at most 65 536 bytes of secret value. */
+export const MAX_KEYS_RESPONSE_BYTES = 65_536;
+
+export interface KeysRequest {
+  readonly baseUrl: string;
+  readonly businessApplicationId: string;
+  readonly accessToken: string;
+  readonly idempotencyKey: string;
+  /** JSON text sent as the body (`KEY_ISSUE_REQUEST_BODY`); absent: no body. */
+  readonly body?: string;
+}
+
+/** A 2xx answer: the body exactly as received. */
+export interface IssuedKeys {
+  readonly status: number;
+  readonly body: Uint8Array;
+}
+
+export function keysUrl(baseUrl: string, businessApplicationId: string): string {
+  return `${baseUrl.replace(/\/+$/, '')}/partner/v1/basic_auth/business_applications/${encodeURIComponent(businessApplicationId)}/keys`;
+}
+
+/** Sends one key-issuing request; `redirect: 'error'` so the token never follows a redirect. */
+export function sendKeysRequest(
+  fetchImpl: typeof fetch,
+  request: KeysRequest,
+  signal: AbortSignal,
+): Promise<Response> {
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${request.accessToken}`,
+    'idempotency-key': request.idempotencyKey,
+    accept: 'application/json',
+  };
+  if (request.body !== undefined) headers['content-type'] = 'application/json';
+  return fetchImpl(keysUrl(request.baseUrl, request.businessApplicationId), {
+    method: 'POST',
+    headers,
+    ...(request.body === undefined ? {} : { body: request.body }),
+    signal,
+    redirect: 'error',
+  });
+}
+
+/** Retry-After in whole seconds (delta-seconds or HTTP date), if present. */
+function retryAfterSeconds(response: Response, nowMs: number): number | undefined {
+  const value = response.headers.get('retry-after')?.trim();
+  if (!value) return undefined;
+  if (/^\d+$/.test(value)) return Number(value);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - nowMs) / 1000));
+}
+
+/** A network failure, timeout or body cut short: retryable with the same key. */
+export function unavailable(error: unknown): KeysEndpointError {
+  const timedOut = error instanceof Error && error.name === 'TimeoutError';
+  return new KeysEndpointError(
+    'upstream_unavailable',
+    timedOut
+      ? 'The keys endpoint did not answer in time.'
+      : 'The keys endpoint could not be reached.',
+    { status: 0, retryable: true, cause: error },
+  );
+}
+
+/** Reads the body, refusing to buffer more than `limit` bytes. */
+async function readLimited(response: Response, limit: number): Promise<Uint8Array | undefined> {
+  const reader = response.body?.getReader();
+  if (!reader) return new Uint8Array(0);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined);
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
+}
+
+/**
+ * Any 2xx is success (the document shows no status; a provider may answer 201):
+ * the body is returned byte for byte, never parsed. Otherwise throws:
+ * 401 (status 401; the caller refreshes its token once), 403 `feature_not_enabled`,
+ * 404 `business_application_not_found`, 429 / 5xx `upstream_unavailable` (retryable),
+ * anything else `upstream_error`.
+ */
+export async function readKeysResponse(response: Response, nowMs: number): Promise<IssuedKeys> {
+  const { status } = response;
+  if (status >= 200 && status < 300) {
+    let body: Uint8Array | undefined;
+    try {
+      body = await readLimited(response, MAX_KEYS_RESPONSE_BYTES);
+    } catch (error) {
+      throw unavailable(error);
+    }
+    if (body === undefined) {
+      throw new KeysEndpointError(
+        'upstream_error',
+        `The keys endpoint answered HTTP ${status} with more than ${MAX_KEYS_RESPONSE_BYTES} bytes.`,
+        { status, retryable: false },
+      );
+    }
+    if (body.byteLength === 0) {
+      throw new KeysEndpointError(
+        'upstream_error',
+        `The keys endpoint answered HTTP ${status} with an empty body: nothing to store.`,
+        { status, retryable: false },
+      );
+    }
+    return { status, body };
+  }
+  // Error bodies are never read (they could echo what we sent); free the socket.
+  await response.body?.cancel().catch(() => undefined);
+  const retryAfter = retryAfterSeconds(response, nowMs);
+  const fail = (code: ConstructorParameters<typeof KeysEndpointError>[0], message: string) =>
+    new KeysEndpointError(code, message, { status, retryable: false });
+  switch (status) {
+    case 401:
+      throw fail('token_rejected', 'The keys endpoint rejected the unscoped token (HTTP 401).');
+    case 403:
+      throw fail(
+        'feature_not_enabled',
+        'The keys endpoint answered HTTP 403: key issuing is not enabled for the partner (ask the provider\u2019s customer success team).',
+      );
+    case 404:
+      throw fail(
+        'business_application_not_found',
+        'The keys endpoint answered HTTP 404: the provider does not know this business application.',
+      );
+    default:
+      if (status === 429 || status >= 500) {
+        throw new KeysEndpointError(
+          'upstream_unavailable',
+          `The keys endpoint answered HTTP ${status}.`,
+          { status, retryable: true, ...(retryAfter === undefined ? {} : { retryAfter }) },
+        );
+      }
+      throw fail('upstream_error', `The keys endpoint answered HTTP ${status}.`);
+  }
+}

@@ -1,0 +1,146 @@
+/**
+ * The small interfaces the key-issuing job needs. Adapters in
+ * `functions/adapters` implement them (DynamoDB, Secrets Manager, local files);
+ * the token source is the client library's TokenVendingClient.
+ */
+import type { GetTokenOptions, Token } from '../../client/index.js';
+import type { FailureCode } from './errors.js';
+
+/**
+ * - `pending`: an Idempotency-Key is held; the provider has not answered 2xx (or its answer was lost).
+ * - `received`: the provider answered 2xx; the answer is sealed in the record, not yet in the vault.
+ * - `stored`: the current keys are in the vault; no Idempotency-Key is held.
+ * - `rejected`: the provider refused for good (403, 404, other 4xx) and nothing was ever
+ *   stored; the next run starts with a new Idempotency-Key.
+ */
+export type KeyJobState = 'pending' | 'received' | 'stored' | 'rejected';
+
+/** How the sealed copy's plaintext encodes the answer's bytes. */
+export type SealedEncoding = 'utf8' | 'base64';
+
+/** A job record (`KEYS#<id>`) as the job sees it. Times in epoch seconds unless named Ms. */
+export interface KeyJobRecord {
+  readonly businessApplicationId: string;
+  readonly state: KeyJobState;
+  /** The UUID sent as Idempotency-Key; kept until the keys are stored. */
+  readonly idempotencyKey?: string;
+  /** Requests sent to the keys endpoint under the current Idempotency-Key. */
+  readonly attempts: number;
+  readonly leaseOwner?: string;
+  /** Epoch milliseconds, as the token items' leases. */
+  readonly leaseUntilMs?: number;
+  readonly lastError?: FailureCode;
+  readonly lastErrorAt?: number;
+  readonly createdAt?: number;
+  readonly updatedAt?: number;
+  readonly lastAttemptAt?: number;
+  /** When the provider's 2xx answer arrived. */
+  readonly receivedAt?: number;
+  /** The status of the provider's last 2xx answer (the document does not say 200 or 201). */
+  readonly responseStatus?: number;
+  /** The recovery copy: the whole answer, sealed with the record's pk as context. */
+  readonly sealed?: { readonly blob: Uint8Array; readonly encoding: SealedEncoding };
+  /** Where the keys were last stored (secret name or file path). */
+  readonly secretName?: string;
+  /** The vault version last stored (the Idempotency-Key it was issued with). */
+  readonly secretVersion?: string;
+  readonly storedAt?: number;
+  /** How many key sets were stored for this id over time. */
+  readonly issueCount: number;
+}
+
+/** Job records in the token cache table. Any method may throw a KeyJobStoreError. */
+export interface KeyJobStore {
+  /** Strongly consistent read. */
+  get(id: string): Promise<KeyJobRecord | undefined>;
+  /**
+   * Takes the run lease (absent or ran out before `nowMs`) with a conditional write,
+   * creating the record when missing. Returns the record under the lease, or
+   * undefined when another run holds it.
+   */
+  acquire(
+    id: string,
+    owner: string,
+    nowMs: number,
+    untilMs: number,
+  ): Promise<KeyJobRecord | undefined>;
+  /** The following writes require `owner` to hold the lease, else throw LeaseLostError. */
+  /** Sets a fresh Idempotency-Key: state pending, attempts 0. */
+  begin(
+    id: string,
+    owner: string,
+    idempotencyKey: string,
+    nowMs: number,
+    untilMs: number,
+  ): Promise<void>;
+  /** Counts a request about to be sent and extends the lease. */
+  recordAttempt(id: string, owner: string, nowMs: number, untilMs: number): Promise<void>;
+  /** Keeps the sealed answer (state received) and extends the lease. */
+  saveReceived(
+    id: string,
+    owner: string,
+    received: { blob: Uint8Array; encoding: SealedEncoding; status: number },
+    nowMs: number,
+    untilMs: number,
+  ): Promise<void>;
+  /** State stored; drops the Idempotency-Key, the sealed copy, the last error and the lease. */
+  markStored(
+    id: string,
+    owner: string,
+    stored: { secretName: string; secretVersion: string; status: number },
+    nowMs: number,
+  ): Promise<void>;
+  /**
+   * Records the failure and gives the lease up. With `next`, the state becomes it and the
+   * Idempotency-Key is dropped (a definitive refusal; never while a sealed copy is held).
+   */
+  recordFailure(
+    id: string,
+    owner: string,
+    code: FailureCode,
+    nowMs: number,
+    next?: 'stored' | 'rejected',
+  ): Promise<void>;
+  /** Gives the lease up if `owner` still holds it; never throws for a lost lease. */
+  release(id: string, owner: string): Promise<void>;
+  /** Every job record (operator status). */
+  list(): Promise<KeyJobRecord[]>;
+}
+
+/** Where issued keys are kept: Secrets Manager in AWS, files locally. */
+export interface KeyVault {
+  /**
+   * Where `id`'s keys go (secret name or file path), checked before the provider is called.
+   * @throws InvalidKeyIssuingRequestError when the id cannot be stored there.
+   */
+  locationOf(id: string): string;
+  /**
+   * Stores `body`, exactly as the provider sent it, as `id`'s current keys. Idempotent for
+   * one `version` (the Idempotency-Key): a retried store makes no second version.
+   * @throws KeyVaultError
+   */
+  put(
+    id: string,
+    body: Uint8Array,
+    version: string,
+  ): Promise<{ location: string; version: string }>;
+}
+
+/** The unscoped token, through the client library (TokenVendingClient fits). */
+export interface UnscopedTokenSource {
+  getToken(options?: GetTokenOptions): Promise<Token>;
+  /** `null`: forget the cached unscoped token. */
+  invalidate(scope?: string | null): void;
+}
+
+/** Counters the job reports (Powertools Metrics behind it in Lambda). */
+export type KeyJobMetric =
+  | 'KeyIssuingRuns'
+  | 'InvalidEvents'
+  | 'KeysIssued'
+  | 'KeysRecovered'
+  | 'KeysSkipped'
+  | 'KeyIssuingFailures'
+  | 'KeysEndpointRequests'
+  | 'KeysEndpointErrors'
+  | 'KeyStoreFailures';

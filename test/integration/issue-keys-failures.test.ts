@@ -1,0 +1,289 @@
+/**
+ * How the key-issuing job fails: each code, what it retries, what the job
+ * record keeps for the next run, and that a run fails only after every id.
+ */
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SecretsManagerKeyVault } from '../../functions/adapters/secrets-manager-key-vault.js';
+import {
+  InvalidKeyIssuingRequestError,
+  KeyIssuingFailedError,
+} from '../../functions/issue-keys/errors.js';
+import {
+  FakeSecretsManager,
+  type KeyJobHarness,
+  startKeyJobHarness,
+  UNGRANTED,
+} from '../support/key-job-harness.js';
+
+const sm = mockClient(SecretsManagerClient);
+const smClient = new SecretsManagerClient({
+  region: 'us-east-1',
+  credentials: { accessKeyId: 'x', secretAccessKey: 'y' },
+});
+let secrets: FakeSecretsManager;
+let h: KeyJobHarness;
+
+beforeEach(async () => {
+  sm.reset();
+  secrets = new FakeSecretsManager(sm);
+  h = await startKeyJobHarness(
+    () => new SecretsManagerKeyVault({ client: smClient, prefix: 'tvm-test' }),
+  );
+});
+afterEach(async () => h.close());
+
+const keysSent = () => h.sent.filter((r) => r.url.endsWith('/keys'));
+
+async function record(id: string) {
+  const out = await h.ddb.send(
+    new GetItemCommand({
+      TableName: h.table,
+      Key: { pk: { S: `KEYS#${id}` } },
+      ConsistentRead: true,
+    }),
+  );
+  return out.Item ?? {};
+}
+
+async function rejection<T>(
+  promise: Promise<unknown>,
+  type: new (...args: never[]) => T,
+): Promise<T> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(type);
+  return error as T;
+}
+
+describe('provider refusals', () => {
+  it('403 is feature_not_enabled: no retry, and the next run starts with a new key', async () => {
+    // Prepare
+    h.sim.setOptions({ keyIssuingEnabled: false });
+
+    // Act
+    const error = await rejection(h.job().handle({}), KeyIssuingFailedError);
+    const refused = await record('ba_demo_1');
+    h.sim.setOptions({ keyIssuingEnabled: true });
+    const later = await h.job().handle({});
+
+    // Assess
+    expect(error.result.failed).toEqual([{ id: 'ba_demo_1', code: 'feature_not_enabled' }]);
+    expect(error.message).toBe(
+      'key_issuing_failed: 1 of 1 business applications failed: ba_demo_1 (feature_not_enabled)',
+    );
+    expect(refused).toMatchObject({
+      state: { S: 'rejected' },
+      last_error: { S: 'feature_not_enabled' },
+    });
+    expect(refused.idempotency_key).toBeUndefined();
+    expect(later.issued).toEqual(['ba_demo_1']);
+    const [first, second] = keysSent().map((r) => r.headers['idempotency-key']);
+    expect(keysSent()).toHaveLength(2);
+    expect(second).not.toBe(first);
+  });
+
+  it('a refused forced reissue leaves the stored keys current', async () => {
+    // Prepare
+    await h.job().handle({});
+    h.sim.setOptions({ keyIssuingEnabled: false });
+
+    // Act
+    const forced = await h.job().run({ businessApplicationIds: ['ba_demo_1'], force: true });
+    const scheduled = await h.job().run();
+
+    // Assess
+    expect(forced.failed).toEqual([{ id: 'ba_demo_1', code: 'feature_not_enabled' }]);
+    expect(await record('ba_demo_1')).toMatchObject({
+      state: { S: 'stored' },
+      last_error: { S: 'feature_not_enabled' },
+    });
+    expect(scheduled.skipped).toEqual(['ba_demo_1']);
+    expect(secrets.value('tvm-test/basic-auth/ba_demo_1')).toBe(h.answers[0]?.body);
+  });
+
+  it('a partial failure fails the invocation after every id was processed', async () => {
+    // Prepare
+    const job = h.job({}, { businessApplicationIds: ['ba_demo_1', 'ba_unknown', 'ba_demo_2'] });
+
+    // Act
+    const error = await rejection(job.handle({}), KeyIssuingFailedError);
+
+    // Assess
+    expect(error).toMatchObject({ name: 'KeyIssuingFailedError', code: 'key_issuing_failed' });
+    expect(error.result).toEqual({
+      issued: ['ba_demo_1', 'ba_demo_2'],
+      skipped: [],
+      failed: [{ id: 'ba_unknown', code: 'business_application_not_found' }],
+    });
+    expect(error.message).toContain('ba_unknown (business_application_not_found)');
+    expect(error.stack).toBe(`KeyIssuingFailedError: ${error.message}`);
+    expect(h.sim.stats.keysIssued).toBe(2);
+    expect(keysSent()).toHaveLength(3);
+  });
+});
+
+describe('retries', () => {
+  it('429 / 5xx are retried with the same key, then left pending for the next run', async () => {
+    // Prepare
+    h.sim.injectKeysFault({ kind: 'status', status: 503 }, 3);
+    const started = h.clock.now();
+
+    // Act
+    const error = await rejection(h.job({ random: () => 1 }).handle({}), KeyIssuingFailedError);
+    const waited = h.clock.now() - started;
+    const pending = await record('ba_demo_1');
+    const next = await h.job().handle({});
+
+    // Assess
+    expect(error.result.failed).toEqual([{ id: 'ba_demo_1', code: 'upstream_unavailable' }]);
+    expect(pending).toMatchObject({ state: { S: 'pending' }, attempts: { N: '3' } });
+    const keys = keysSent().map((r) => r.headers['idempotency-key']);
+    expect(keys).toHaveLength(4);
+    expect(new Set(keys).size).toBe(1);
+    expect(pending.idempotency_key).toEqual({ S: keys[0] });
+    expect(next.issued).toEqual(['ba_demo_1']);
+    // Backoff (500 ms, then 1000 ms, with jitter at its top) passed on the injected clock.
+    expect(waited).toBeGreaterThanOrEqual(1500);
+  });
+
+  it('honours a short Retry-After and gives up this run on a long one', async () => {
+    // Prepare
+    h.sim.injectKeysFault({ kind: 'status', status: 429, retryAfter: 3 });
+    h.sim.injectKeysFault({ kind: 'status', status: 429, retryAfter: 120 });
+    const before = h.clock.now();
+
+    // Act
+    const result = await h.job().run();
+
+    // Assess
+    expect(result.failed).toEqual([{ id: 'ba_demo_1', code: 'upstream_unavailable' }]);
+    expect(keysSent()).toHaveLength(2);
+    expect(h.clock.now() - before).toBeGreaterThanOrEqual(3000);
+    expect(h.clock.now() - before).toBeLessThan(120_000);
+  });
+
+  it('a timeout is retried with the same key', async () => {
+    // Prepare
+    h.sim.injectKeysFault({ kind: 'hang' });
+    const job = h.job({}, { timeoutMs: 200 });
+
+    // Act
+    const result = await job.run();
+
+    // Assess
+    expect(result.issued).toEqual(['ba_demo_1']);
+    const keys = keysSent().map((r) => r.headers['idempotency-key']);
+    expect(keys).toHaveLength(2);
+    expect(keys[1]).toBe(keys[0]);
+  });
+});
+
+describe('the unscoped token', () => {
+  it('401: forgets the cached token, fetches a fresh one once and retries', async () => {
+    // Prepare: a first run caches the token; 4000 s later it has 3200 s left and is revoked
+    const job = h.job({}, { businessApplicationIds: ['ba_demo_1', 'ba_demo_2'] });
+    await job.run({ businessApplicationIds: ['ba_demo_1'] });
+    h.clock.advance(4000);
+    h.sim.revokeTokens();
+
+    // Act
+    const result = await job.run({ businessApplicationIds: ['ba_demo_2'] });
+
+    // Assess
+    expect(result.issued).toEqual(['ba_demo_2']);
+    const sent = keysSent().filter((r) => r.url.includes('/ba_demo_2/'));
+    expect(sent).toHaveLength(2);
+    expect(sent[1]?.headers.authorization).not.toBe(sent[0]?.headers.authorization);
+    expect(sent[1]?.headers['idempotency-key']).toBe(sent[0]?.headers['idempotency-key']);
+    expect(h.sim.stats.tokensIssued).toBe(2);
+    expect(job.logger.lines.join('\n')).toContain('"tokenChanged":true');
+  });
+
+  it('401 again with the refreshed token is token_rejected after exactly one retry', async () => {
+    // Prepare: the vend cache still serves the revoked token (7200 s left)
+    const job = h.job();
+    await h.tokens().getToken();
+    h.sim.revokeTokens();
+
+    // Act
+    const result = await job.run();
+
+    // Assess
+    expect(result.failed).toEqual([{ id: 'ba_demo_1', code: 'token_rejected' }]);
+    expect(keysSent()).toHaveLength(2);
+    expect(await record('ba_demo_1')).toMatchObject({
+      state: { S: 'pending' },
+      last_error: { S: 'token_rejected' },
+    });
+  });
+
+  it('a token fetch failure fails the id with the client code, before any keys request', async () => {
+    // Prepare
+    const job = h.job({ tokens: h.tokens(UNGRANTED) });
+
+    // Act
+    const result = await job.run();
+
+    // Assess
+    expect(result.failed).toEqual([{ id: 'ba_demo_1', code: 'access_denied' }]);
+    expect(keysSent()).toHaveLength(0);
+  });
+});
+
+describe('requests', () => {
+  it('a bad event is invalid_request listing the expected fields, with no stack trace', async () => {
+    // Prepare
+    const job = h.job();
+
+    // Act
+    const error = await rejection(
+      job.handle({ businessApplicationId: ['ba_demo_1'], force: 'yes' }),
+      InvalidKeyIssuingRequestError,
+    );
+
+    // Assess
+    expect(error.code).toBe('invalid_request');
+    expect(error.message).toMatch(/^invalid_request: bad key-issuing event/);
+    expect(error.message).toContain('unknown field "businessApplicationId"');
+    expect(error.message).toContain('force: expected boolean');
+    expect(error.message).toContain('"businessApplicationIds"?');
+    expect(error.stack).not.toMatch(/\n\s+at /);
+    expect(h.sent).toHaveLength(0);
+  });
+
+  it('an id outside the SPEC pattern fails with invalid_request and is never sent', async () => {
+    // Prepare
+    const job = h.job({}, { businessApplicationIds: ['../etc', 'ba_demo_1'] });
+
+    // Act
+    const result = await job.run();
+
+    // Assess
+    expect(result).toEqual({
+      issued: ['ba_demo_1'],
+      skipped: [],
+      failed: [{ id: '../etc', code: 'invalid_request' }],
+    });
+    expect(keysSent()).toHaveLength(1);
+  });
+
+  it('ids after the deadline are not started', async () => {
+    // Prepare
+    const job = h.job({}, { businessApplicationIds: ['ba_demo_1', 'ba_demo_2'] });
+
+    // Act
+    const result = await job.run({ deadlineMs: h.clock.now() - 1 });
+
+    // Assess
+    expect(result.failed).toEqual([
+      { id: 'ba_demo_1', code: 'not_attempted' },
+      { id: 'ba_demo_2', code: 'not_attempted' },
+    ]);
+    expect(h.sent).toHaveLength(0);
+  });
+});

@@ -1,0 +1,190 @@
+/**
+ * The real issue-keys Lambda entry point, wired from the environment: DynamoDB
+ * Local for the job records, the simulator as provider, the vend runtime behind
+ * the local Function URL (the handler's client signs with the environment's
+ * AWS keys, as the function's role would), mocks only for Secrets Manager and KMS.
+ */
+import { DecryptCommand, EncryptCommand, KMSClient } from '@aws-sdk/client-kms';
+import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import type { Context } from 'aws-lambda';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterAll, afterEach, beforeAll, beforeEach, expect, inject, it, vi } from 'vitest';
+import { DynamoDbKeyJobStore } from '../../functions/adapters/dynamodb-key-job-store.js';
+import { AesGcmSealer } from '../../functions/adapters/sealers.js';
+import type {
+  InvalidKeyIssuingRequestError,
+  KeyIssuingFailedError,
+} from '../../functions/issue-keys/errors.js';
+import { type LocalFunctionUrl, startLocalFunctionUrl } from '../../local/function-url.js';
+import { type ProviderSimulator, startProviderSimulator } from '../../local/provider-simulator.js';
+import { TestClock } from '../support/clock.js';
+import { createTestTable, dynamoClient } from '../support/dynamodb.js';
+import { FakeSecretsManager, KEY_ISSUER } from '../support/key-job-harness.js';
+import { makeInstance } from '../support/vend-harness.js';
+
+const sm = mockClient(SecretsManagerClient);
+const kms = mockClient(KMSClient);
+const kmsKey = new AesGcmSealer();
+let secrets: FakeSecretsManager;
+let sim: ProviderSimulator;
+let url: LocalFunctionUrl;
+let table: string;
+const saved = { ...process.env };
+const context = {
+  functionName: 'issue-keys',
+  awsRequestId: 'r1',
+  getRemainingTimeInMillis: () => 300_000,
+} as unknown as Context;
+
+beforeAll(async () => {
+  sim = await startProviderSimulator();
+  const client = dynamoClient();
+  table = await createTestTable(client);
+  const vend = makeInstance({ sim, clock: new TestClock(), client, table });
+  url = await startLocalFunctionUrl({ handler: vend.app, identities: [KEY_ISSUER] });
+});
+afterAll(async () => {
+  await url.close();
+  await sim.close();
+});
+
+beforeEach(() => {
+  vi.resetModules();
+  sm.reset();
+  kms.reset();
+  secrets = new FakeSecretsManager(sm);
+  kms.on(EncryptCommand).callsFake(async (input) => ({
+    CiphertextBlob: await kmsKey.seal(
+      Buffer.from(input.Plaintext).toString('utf8'),
+      input.EncryptionContext.pk,
+    ),
+  }));
+  kms.on(DecryptCommand).callsFake(async (input) => ({
+    Plaintext: Buffer.from(await kmsKey.unseal(input.CiphertextBlob, input.EncryptionContext.pk)),
+  }));
+  for (const name of ['AWS_SESSION_TOKEN', 'AWS_PROFILE', 'KEY_ISSUE_REQUEST_BODY']) {
+    delete process.env[name];
+  }
+  Object.assign(process.env, {
+    AWS_REGION: 'us-east-1',
+    // The job's role: the local URL knows these keys as the key-issuer identity.
+    AWS_ACCESS_KEY_ID: KEY_ISSUER.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: KEY_ISSUER.secretAccessKey,
+    AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+    POWERTOOLS_LOG_LEVEL: 'SILENT',
+    POWERTOOLS_METRICS_DISABLED: 'true',
+    TABLE_NAME: table,
+    KMS_KEY_ID: 'alias/token-vending',
+    PROVIDER_BASE_URL: sim.url,
+    VEND_URL: url.url,
+    SECRETS_PREFIX: 'token-vending',
+    KEY_ISSUE_BUSINESS_APPLICATION_IDS: 'ba_demo_1, ba_demo_2',
+  });
+});
+afterEach(() => {
+  process.env = { ...saved };
+});
+
+it('a scheduled run issues the configured ids, sealing with KMS under the record key', async () => {
+  // Prepare
+  const { handler } = await import('../../functions/issue-keys/handler.js');
+
+  // Act
+  const result = await handler({}, context);
+  const again = await handler({}, context);
+
+  // Assess
+  expect(result).toEqual({ issued: ['ba_demo_1', 'ba_demo_2'], skipped: [], failed: [] });
+  expect(again).toEqual({ issued: [], skipped: ['ba_demo_1', 'ba_demo_2'], failed: [] });
+  expect(sm.commandCalls(CreateSecretCommand).map((c) => c.args[0].input.Name)).toEqual([
+    'token-vending/basic-auth/ba_demo_1',
+    'token-vending/basic-auth/ba_demo_2',
+  ]);
+  expect(kms.commandCalls(EncryptCommand)[0]?.args[0].input).toMatchObject({
+    KeyId: 'alias/token-vending',
+    EncryptionContext: { pk: 'KEYS#ba_demo_1' },
+  });
+  const client = dynamoClient();
+  const records = await new DynamoDbKeyJobStore(client, table).list();
+  client.destroy();
+  expect(records.map((r) => [r.businessApplicationId, r.state]).sort()).toEqual([
+    ['ba_demo_1', 'stored'],
+    ['ba_demo_2', 'stored'],
+  ]);
+});
+
+it('a Secrets Manager outage: the next invocation stores the KMS-sealed copy, no provider call', async () => {
+  // Prepare
+  const { handler } = await import('../../functions/issue-keys/handler.js');
+  const event = { businessApplicationIds: ['ba_demo_1'], force: true };
+  secrets.failures = 1;
+  const before = sim.stats.keyRequests;
+
+  // Act
+  const first = await handler(event, context).catch((e: unknown) => e);
+  const second = await handler({ businessApplicationIds: ['ba_demo_1'] }, context);
+
+  // Assess
+  // vi.resetModules gives the handler its own copy of the error classes: match by name.
+  expect(first).toMatchObject({ name: 'KeyIssuingFailedError' });
+  expect((first as KeyIssuingFailedError).result.failed).toEqual([
+    { id: 'ba_demo_1', code: 'store_failed' },
+  ]);
+  expect(second.issued).toEqual(['ba_demo_1']);
+  expect(sim.stats.keyRequests - before).toBe(1);
+  expect(kms.commandCalls(DecryptCommand)[0]?.args[0].input.EncryptionContext).toEqual({
+    pk: 'KEYS#ba_demo_1',
+  });
+});
+
+it('fails the invocation after all ids, naming each failed id and code', async () => {
+  // Prepare
+  const { handler } = await import('../../functions/issue-keys/handler.js');
+
+  // Act
+  const error = await handler(
+    { businessApplicationIds: ['ba_missing', 'ba_demo_2'], force: true },
+    context,
+  ).catch((e: unknown) => e);
+
+  // Assess
+  expect(error).toMatchObject({
+    name: 'KeyIssuingFailedError' satisfies KeyIssuingFailedError['name'],
+    code: 'key_issuing_failed',
+    message:
+      'key_issuing_failed: 1 of 2 business applications failed: ba_missing (business_application_not_found)',
+    result: { issued: ['ba_demo_2'] },
+  });
+});
+
+it('answers a bad event with invalid_request', async () => {
+  // Prepare
+  const { handler } = await import('../../functions/issue-keys/handler.js');
+
+  // Act
+  const error = await handler({ key1: 'value1' }, context).catch((e: unknown) => e);
+
+  // Assess
+  expect(error).toMatchObject({
+    name: 'InvalidKeyIssuingRequestError' satisfies InvalidKeyIssuingRequestError['name'],
+    code: 'invalid_request',
+  });
+  expect((error as Error).message).toContain('unknown field "key1"');
+});
+
+it('names every configuration problem at start', async () => {
+  // Prepare
+  delete process.env.VEND_URL;
+  delete process.env.SECRETS_PREFIX;
+  process.env.KEY_ISSUE_BUSINESS_APPLICATION_IDS = '["ba_demo_1", "not valid"]';
+  process.env.KEY_ISSUE_REQUEST_BODY = '{"label":';
+  process.env.PROVIDER_BASE_URL = 'http://provider.example';
+
+  // Act
+  const loading = import('../../functions/issue-keys/handler.js');
+
+  // Assess
+  await expect(loading).rejects.toThrow(
+    /SECRETS_PREFIX is required.*PROVIDER_BASE_URL must be an https: URL.*VEND_URL is required.*KEY_ISSUE_BUSINESS_APPLICATION_IDS entry 2.*KEY_ISSUE_REQUEST_BODY is not valid JSON/,
+  );
+});
