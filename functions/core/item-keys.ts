@@ -7,3 +7,15 @@ export function scopeOfKey(pk: string): string | undefined | null {
   if (pk === 'TOKEN#~unscoped') return undefined;
   return pk.startsWith('TOKEN#') ? pk.slice('TOKEN#'.length) : null;
 }
+
+/** How operators, reports and admin events name the unscoped (partner) token. */
+export const UNSCOPED_LABEL = 'unscoped';
+
+/** A scope as operators see it: itself, or `unscoped`. */
+export const scopeName = (scope: string | undefined): string => scope ?? UNSCOPED_LABEL;
+
+/** How operators see an item key: its scope, `unscoped`, or the key itself for any other item. */
+export function scopeLabel(pk: string): string {
+  const scope = scopeOfKey(pk);
+  return scope === null ? pk : scopeName(scope);
+}

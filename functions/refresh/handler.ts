@@ -1,6 +1,9 @@
 import type { Context } from 'aws-lambda';
+import { AdminError, parseAdminEvent } from '../admin/admin-event.js';
 import { systemClock } from '../core/clock.js';
+import { VendError } from '../core/errors.js';
 import { createAwsRuntime } from '../vend-token/aws-runtime.js';
+import { forceRefresh } from './force-refresh.js';
 import { runScheduledRefresh, ScheduledRefreshFailedError } from './scheduled-refresh.js';
 
 // Thin wiring, shared with the vend function: the same table, key, secret and
@@ -14,10 +17,29 @@ const { runtime, store, settings, logger, metrics, extra } = createAwsRuntime(
   }),
 );
 
-/** EventBridge Scheduler target: the event's content is not used. */
-export const handler = async (_event: unknown, context: Context) => {
+const isRefreshEvent = (event: unknown): boolean =>
+  typeof event === 'object' &&
+  event !== null &&
+  (event as { action?: unknown }).action === 'refresh';
+
+/**
+ * EventBridge Scheduler target (any event without `"action":"refresh"`): the
+ * scheduled refresh. `{"action":"refresh","scope":"<scope>|unscoped"}` (sent
+ * by the admin function): one forced refresh of that scope.
+ */
+export const handler = async (event: unknown, context: Context) => {
   logger.addContext(context);
   try {
+    if (isRefreshEvent(event)) {
+      const parsed = parseAdminEvent(event);
+      if (parsed.action !== 'refresh') throw new AdminError('invalid_request', 'not a refresh');
+      if (parsed.scope !== undefined && !settings.policy.scopes.has(parsed.scope)) {
+        throw new AdminError('invalid_request', 'that scope is not in the access policy');
+      }
+      return await forceRefresh(runtime.tokens, parsed.scope).catch((error: unknown) => {
+        throw error instanceof VendError ? new AdminError(error.code, error.message) : error;
+      });
+    }
     const report = await runScheduledRefresh(
       { tokens: runtime.tokens, store, clock: systemClock, logger },
       {

@@ -1,7 +1,7 @@
 import type { Clock } from '../core/clock.js';
 import { describe } from '../core/describe-error.js';
 import { VendError } from '../core/errors.js';
-import { scopeOfKey } from '../core/item-keys.js';
+import { scopeName as label, scopeOfKey } from '../core/item-keys.js';
 import type { TokenStore } from '../core/ports.js';
 import type { CoreLogger, TokenService } from '../core/token-service.js';
 
@@ -50,8 +50,6 @@ export class ScheduledRefreshFailedError extends Error {
     this.report = report;
   }
 }
-
-const label = (scope: string | undefined): string => scope ?? 'unscoped';
 
 /**
  * The scheduled refresh of SPEC section 2: every cached token that is in use

@@ -1,4 +1,5 @@
 import { DecryptCommand, EncryptCommand, KMSClient } from '@aws-sdk/client-kms';
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { Context } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -163,6 +164,95 @@ describe('vend-token Lambda handler', () => {
 
     await expect(import('../../functions/vend-token/handler.js')).rejects.toThrow(
       /KMS_KEY_ID is required.*TABLE_NAME is required/,
+    );
+  });
+});
+
+describe('refresh Lambda handler', () => {
+  it('on {"action":"refresh","scope":...} forces a refresh of that scope under the lease', async () => {
+    const { handler } = await import('../../functions/refresh/handler.js');
+    const before = sim.stats.tokenRequests;
+
+    const result = await handler({ action: 'refresh', scope: 'ba_demo_1' }, context);
+
+    expect(result).toMatchObject({ scope: 'ba_demo_1', status: 'refreshed' });
+    expect(sim.stats.tokenRequests).toBe(before + 1);
+  });
+
+  it('refuses a scope outside the access policy with invalid_request, sending nothing upstream', async () => {
+    const { handler } = await import('../../functions/refresh/handler.js');
+    const before = sim.stats.tokenRequests;
+
+    await expect(handler({ action: 'refresh', scope: 'ba_other' }, context)).rejects.toMatchObject({
+      code: 'invalid_request',
+    });
+    expect(sim.stats.tokenRequests).toBe(before);
+  });
+
+  it('on a schedule event runs the scheduled refresh and reports per scope', async () => {
+    const { handler } = await import('../../functions/refresh/handler.js');
+
+    const report = await handler({}, context);
+
+    expect(report).toMatchObject({ failed: [] });
+    expect(Object.keys(report as object).sort()).toEqual(
+      ['busy', 'failed', 'fresh', 'refreshed', 'unconfigured', 'unused'].sort(),
+    );
+  });
+});
+
+describe('admin Lambda handler', () => {
+  const lambda = mockClient(LambdaClient);
+  beforeEach(() => {
+    lambda.reset();
+    Object.assign(process.env, {
+      REFRESH_FUNCTION_NAME: 'tv-refresh',
+      ISSUE_KEYS_FUNCTION_NAME: 'tv-issue-keys',
+    });
+  });
+
+  it('answers status from the table and dispatches refresh and issue-keys to their functions', async () => {
+    lambda.on(InvokeCommand).callsFake(async (input: { FunctionName: string }) => ({
+      StatusCode: 200,
+      Payload: new TextEncoder().encode(
+        JSON.stringify(
+          input.FunctionName === 'tv-refresh'
+            ? { scope: 'ba_demo_1', status: 'refreshed', expires_at: 1 }
+            : { issued: ['ba_demo_1'], skipped: [], failed: [] },
+        ),
+      ),
+    }));
+    const { handler } = await import('../../functions/admin/handler.js');
+
+    const status = await handler({ action: 'status' }, context);
+    const refreshed = await handler({ action: 'refresh', scope: 'ba_demo_1' }, context);
+    const issued = await handler(
+      { action: 'issue-keys', businessApplicationIds: ['ba_demo_1'] },
+      context,
+    );
+
+    expect(status).toMatchObject({ tokens: expect.any(Array), key_jobs: expect.any(Array) });
+    expect(refreshed).toMatchObject({ status: 'refreshed' });
+    expect(issued).toEqual({ issued: ['ba_demo_1'], skipped: [], failed: [] });
+    const calls = lambda.commandCalls(InvokeCommand).map((c) => ({
+      name: c.args[0].input.FunctionName,
+      payload: JSON.parse(new TextDecoder().decode(c.args[0].input.Payload as Uint8Array)),
+    }));
+    expect(calls).toEqual([
+      { name: 'tv-refresh', payload: { action: 'refresh', scope: 'ba_demo_1' } },
+      {
+        name: 'tv-issue-keys',
+        payload: { action: 'issue-keys', businessApplicationIds: ['ba_demo_1'] },
+      },
+    ]);
+  });
+
+  it('names every missing variable at start', async () => {
+    delete process.env.REFRESH_FUNCTION_NAME;
+    delete process.env.ISSUE_KEYS_FUNCTION_NAME;
+
+    await expect(import('../../functions/admin/handler.js')).rejects.toThrow(
+      /REFRESH_FUNCTION_NAME is required.*ISSUE_KEYS_FUNCTION_NAME is required/,
     );
   });
 });

@@ -1,0 +1,91 @@
+import { SCOPE_PATTERN } from '../core/access-policy.js';
+import { UNSCOPED_LABEL } from '../core/item-keys.js';
+
+/** In admin events, this scope name stands for the unscoped (partner) token. */
+export const UNSCOPED = UNSCOPED_LABEL;
+
+/** Every valid event, for error messages and the README. */
+export const ADMIN_EVENTS = [
+  '{"action":"status"}',
+  '{"action":"invalidate","scope":"<scope>|unscoped"}',
+  '{"action":"invalidate","all":true}',
+  '{"action":"refresh","scope":"<scope>|unscoped"}',
+  '{"action":"issue-keys","businessApplicationIds":["<id>",...],"force":true} (both fields optional)',
+] as const;
+
+/** A parsed admin event; `scope` undefined means the unscoped token. */
+export type AdminEvent =
+  | { readonly action: 'status' }
+  | { readonly action: 'invalidate'; readonly all: true }
+  | { readonly action: 'invalidate'; readonly all: false; readonly scope: string | undefined }
+  | { readonly action: 'refresh'; readonly scope: string | undefined }
+  | { readonly action: 'issue-keys'; readonly event: Record<string, unknown> };
+
+/** An admin request that failed; `code` is machine-readable and starts the message. */
+export class AdminError extends Error {
+  override name = 'AdminError';
+  readonly code: string;
+  constructor(code: string, detail: string, options?: { cause?: unknown }) {
+    super(`${code}: ${detail}`, options);
+    this.code = code;
+    // Operators see the message, never a stack trace.
+    this.stack = `${this.name}: ${this.message}`;
+  }
+}
+
+const invalid = (problem: string): AdminError =>
+  new AdminError('invalid_request', `${problem}. Valid events: ${ADMIN_EVENTS.join(' | ')}`);
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Fails unless `event` has exactly the `allowed` fields. */
+function onlyFields(event: Record<string, unknown>, action: string, allowed: string[]): void {
+  const extra = Object.keys(event).filter((k) => !allowed.includes(k));
+  if (extra.length > 0) {
+    const shown = extra.every((k) => /^[A-Za-z_]{1,32}$/.test(k)) ? `: ${extra.join(', ')}` : '';
+    throw invalid(
+      `"${action}" takes ${allowed.filter((k) => k !== 'action').join(', ') || 'no other field'}; unknown field${extra.length > 1 ? 's' : ''}${shown}`,
+    );
+  }
+}
+
+function scopeOf(event: Record<string, unknown>, action: string): string | undefined {
+  const { scope } = event;
+  if (typeof scope !== 'string' || !SCOPE_PATTERN.test(scope)) {
+    throw invalid(
+      `"${action}" needs "scope": a scope matching ${SCOPE_PATTERN.source}, or "${UNSCOPED}"`,
+    );
+  }
+  return scope === UNSCOPED ? undefined : scope;
+}
+
+/**
+ * Parses an admin event (SPEC section 7). Anything else is an AdminError
+ * `invalid_request` whose message lists every valid event; nothing the
+ * caller sent is echoed but short plain field names.
+ */
+export function parseAdminEvent(event: unknown): AdminEvent {
+  if (!isRecord(event)) throw invalid('The event must be a JSON object with an "action"');
+  switch (event.action) {
+    case 'status':
+      onlyFields(event, 'status', ['action']);
+      return { action: 'status' };
+    case 'invalidate':
+      if (event.all !== undefined) {
+        onlyFields(event, 'invalidate', ['action', 'all']);
+        if (event.all !== true) throw invalid('"all" must be true');
+        return { action: 'invalidate', all: true };
+      }
+      onlyFields(event, 'invalidate', ['action', 'scope']);
+      return { action: 'invalidate', all: false, scope: scopeOf(event, 'invalidate') };
+    case 'refresh':
+      onlyFields(event, 'refresh', ['action', 'scope']);
+      return { action: 'refresh', scope: scopeOf(event, 'refresh') };
+    case 'issue-keys':
+      // The key-issuing job validates its own fields, with its own clear message.
+      return { action: 'issue-keys', event };
+    default:
+      throw invalid(event.action === undefined ? 'The event has no "action"' : 'Unknown "action"');
+  }
+}

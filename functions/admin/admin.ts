@@ -1,0 +1,94 @@
+import type { Clock } from '../core/clock.js';
+import { VendError } from '../core/errors.js';
+import { scopeLabel, tokenKey } from '../core/item-keys.js';
+import type { TokenStore } from '../core/ports.js';
+import type { CoreLogger } from '../core/token-service-types.js';
+import type { KeyIssuingResult } from '../issue-keys/errors.js';
+import type { KeyJobStore } from '../issue-keys/ports.js';
+import { AdminError, parseAdminEvent } from './admin-event.js';
+import { keyJobStatus, type StatusReport, tokenStatus } from './status.js';
+
+/** What a forced refresh of one scope answers. */
+export interface RefreshOutcome {
+  readonly scope: string;
+  readonly status: 'refreshed' | 'busy';
+  readonly expires_at?: number;
+}
+
+export interface AdminDeps {
+  readonly store: Pick<TokenStore, 'list' | 'delete'>;
+  readonly jobs: Pick<KeyJobStore, 'list'>;
+  /**
+   * Forces a refresh of one scope under the vend path's lease. In AWS the
+   * refresh function does it (only it and vend read the credentials secret);
+   * locally a token service in this process.
+   */
+  readonly refresh: (scope: string | undefined) => Promise<RefreshOutcome>;
+  /** Runs the key-issuing job with the event (the issue-keys function in AWS). */
+  readonly issueKeys: (event: Record<string, unknown>) => Promise<KeyIssuingResult>;
+  /** The access policy's scopes: no other is refreshed (never sent upstream). */
+  readonly scopes: ReadonlySet<string>;
+  readonly inUseWindowSeconds: number;
+  readonly clock: Clock;
+  readonly logger: CoreLogger;
+}
+
+export type AdminResult =
+  | StatusReport
+  | { readonly invalidated: string[]; readonly note: string }
+  | RefreshOutcome
+  | KeyIssuingResult;
+
+/**
+ * The admin function's core (SPEC section 7): `status`, `invalidate`,
+ * `refresh` and `issue-keys`. Never returns or logs a token or key.
+ * @throws AdminError with a machine-readable `code` (the message starts with it)
+ */
+export function createAdmin(deps: AdminDeps): (event: unknown) => Promise<AdminResult> {
+  return async (raw) => {
+    const event = parseAdminEvent(raw);
+    deps.logger.info('admin', { action: event.action });
+    try {
+      switch (event.action) {
+        case 'status': {
+          const nowMs = deps.clock.now();
+          const [items, jobs] = await Promise.all([deps.store.list(), deps.jobs.list()]);
+          return {
+            now: Math.floor(nowMs / 1000),
+            tokens: items
+              .map((item) => tokenStatus(item, nowMs, deps.inUseWindowSeconds))
+              .sort((a, b) => a.scope.localeCompare(b.scope)),
+            key_jobs: jobs
+              .map((job) => keyJobStatus(job, nowMs))
+              .sort((a, b) => a.business_application_id.localeCompare(b.business_application_id)),
+          };
+        }
+        case 'invalidate': {
+          const keys = event.all
+            ? (await deps.store.list()).map((item) => item.pk)
+            : [tokenKey(event.scope)];
+          for (const key of keys) await deps.store.delete(key);
+          return {
+            invalidated: keys.map(scopeLabel),
+            note: 'Instances drop their in-memory copy within 60 s; the next vend mints anew.',
+          };
+        }
+        case 'refresh':
+          if (event.scope !== undefined && !deps.scopes.has(event.scope)) {
+            throw new AdminError(
+              'invalid_request',
+              'that scope is not in the access policy, so it is never sent upstream',
+            );
+          }
+          return await deps.refresh(event.scope);
+        case 'issue-keys':
+          return await deps.issueKeys(event.event);
+      }
+    } catch (error) {
+      if (error instanceof VendError) {
+        throw new AdminError(error.code, error.message, { cause: error });
+      }
+      throw error;
+    }
+  };
+}

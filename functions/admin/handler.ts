@@ -1,0 +1,47 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { LambdaClient } from '@aws-sdk/client-lambda';
+import type { Context } from 'aws-lambda';
+import { DynamoDbKeyJobStore } from '../adapters/dynamodb-key-job-store.js';
+import { DynamoDbTokenStore } from '../adapters/dynamodb-token-store.js';
+import { LambdaInvoker } from '../adapters/lambda-invoker.js';
+import { systemClock } from '../core/clock.js';
+import { EnvReader } from '../core/config.js';
+import type { KeyIssuingResult } from '../issue-keys/errors.js';
+import { type AdminResult, createAdmin, type RefreshOutcome } from './admin.js';
+
+// Thin wiring. The admin role reads and deletes cache items and invokes the
+// refresh and issue-keys functions; it never reads the provider secret or
+// writes key secrets itself (those stay with the functions that need them).
+const env = new EnvReader(process.env);
+const tableName = env.required('TABLE_NAME');
+const policy = env.accessPolicy('ACCESS_POLICY');
+const refreshFunction = env.required('REFRESH_FUNCTION_NAME');
+const issueKeysFunction = env.required('ISSUE_KEYS_FUNCTION_NAME');
+const inUseWindowSeconds = env.integer('IN_USE_WINDOW_SECONDS', 3600, 300, 86_400);
+env.done();
+
+const logger = new Logger({ serviceName: 'token-vending' });
+const dynamodb = new DynamoDBClient({});
+const invoker = new LambdaInvoker(new LambdaClient({}));
+
+const admin = createAdmin({
+  store: new DynamoDbTokenStore(dynamodb, tableName),
+  jobs: new DynamoDbKeyJobStore(dynamodb, tableName),
+  refresh: (scope) =>
+    invoker.invoke<RefreshOutcome>(refreshFunction, {
+      action: 'refresh',
+      scope: scope ?? 'unscoped',
+    }),
+  issueKeys: (event) => invoker.invoke<KeyIssuingResult>(issueKeysFunction, event),
+  scopes: policy?.scopes ?? new Set(),
+  inUseWindowSeconds,
+  clock: systemClock,
+  logger,
+});
+
+/** Console test events and `tvm admin --function`: see SPEC section 7 and the README. */
+export const handler = async (event: unknown, context: Context): Promise<AdminResult> => {
+  logger.addContext(context);
+  return admin(event);
+};

@@ -1,0 +1,89 @@
+import { scopeLabel } from '../core/item-keys.js';
+import type { StoredItem } from '../core/ports.js';
+import type { KeyJobRecord } from '../issue-keys/ports.js';
+
+/** One cached scope as `status` shows it: times in epoch seconds; never the token. */
+export interface TokenStatus {
+  readonly scope: string;
+  /** `valid`, `expired`, or `unusable` (no complete token part: the next vend replaces it). */
+  readonly state: 'valid' | 'expired' | 'unusable';
+  readonly issued_at?: number;
+  readonly expires_at?: number;
+  readonly seconds_left?: number;
+  readonly credentials_version?: string;
+  readonly lease: { readonly held: boolean; readonly owner?: string; readonly until?: number };
+  readonly in_use: boolean;
+  readonly last_used_at?: number;
+  readonly last_failure?: { readonly at: number; readonly code: string };
+}
+
+/** One key job as `status` shows it; never key material. */
+export interface KeyJobStatus {
+  readonly business_application_id: string;
+  readonly state: KeyJobRecord['state'];
+  readonly attempts: number;
+  readonly issue_count: number;
+  readonly idempotency_key?: string;
+  readonly last_error?: string;
+  readonly last_error_at?: number;
+  readonly stored_at?: number;
+  readonly secret_name?: string;
+  /** A run holds the job (epoch seconds until it runs out). */
+  readonly running_until?: number;
+  /** The provider's answer is kept sealed, waiting to be stored. */
+  readonly awaiting_store: boolean;
+}
+
+export interface StatusReport {
+  readonly now: number;
+  readonly tokens: TokenStatus[];
+  readonly key_jobs: KeyJobStatus[];
+}
+
+const defined = <T extends object>(value: T): T =>
+  Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+
+export function tokenStatus(
+  item: StoredItem,
+  nowMs: number,
+  inUseWindowSeconds: number,
+): TokenStatus {
+  const now = Math.floor(nowMs / 1000);
+  const { token } = item;
+  const leaseHeld = item.leaseUntil !== undefined && item.leaseUntil >= nowMs;
+  return defined({
+    scope: scopeLabel(item.pk),
+    state: !token ? 'unusable' : token.expiresAt <= now ? 'expired' : 'valid',
+    issued_at: token?.issuedAt,
+    expires_at: token?.expiresAt,
+    seconds_left: token ? Math.max(0, token.expiresAt - now) : undefined,
+    credentials_version: token?.credentialsVersion,
+    lease: leaseHeld
+      ? { held: true, owner: item.leaseOwner, until: Math.floor((item.leaseUntil ?? 0) / 1000) }
+      : { held: false },
+    in_use: item.lastUsedAt !== undefined && now - item.lastUsedAt <= inUseWindowSeconds,
+    last_used_at: item.lastUsedAt,
+    last_failure: item.failure
+      ? { at: Math.floor(item.failure.atMs / 1000), code: item.failure.code }
+      : undefined,
+  } as TokenStatus);
+}
+
+export function keyJobStatus(record: KeyJobRecord, nowMs: number): KeyJobStatus {
+  return defined({
+    business_application_id: record.businessApplicationId,
+    state: record.state,
+    attempts: record.attempts,
+    issue_count: record.issueCount,
+    idempotency_key: record.idempotencyKey,
+    last_error: record.lastError,
+    last_error_at: record.lastErrorAt,
+    stored_at: record.storedAt,
+    secret_name: record.secretName,
+    running_until:
+      record.leaseUntilMs !== undefined && record.leaseUntilMs >= nowMs
+        ? Math.floor(record.leaseUntilMs / 1000)
+        : undefined,
+    awaiting_store: record.sealed !== undefined,
+  } as KeyJobStatus);
+}

@@ -1,0 +1,276 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { DynamoDbKeyJobStore } from '../../functions/adapters/dynamodb-key-job-store.js';
+import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
+import { type AdminDeps, createAdmin } from '../../functions/admin/admin.js';
+import { AdminError } from '../../functions/admin/admin-event.js';
+import type { StatusReport } from '../../functions/admin/status.js';
+import { UpstreamCredentialsRejectedError } from '../../functions/core/errors.js';
+import { KeyIssuingFailedError } from '../../functions/issue-keys/errors.js';
+import { forceRefresh } from '../../functions/refresh/force-refresh.js';
+import type { VendRuntime } from '../../functions/vend-token/runtime.js';
+import { type ProviderSimulator, startProviderSimulator } from '../../local/provider-simulator.js';
+import { TestClock } from '../support/clock.js';
+import { createTestTable, dynamoClient } from '../support/dynamodb.js';
+import {
+  makeInstance,
+  PARTNER_ARN,
+  quietLogger,
+  TEST_POLICY,
+  urlEvent,
+  vend,
+} from '../support/vend-harness.js';
+
+let sim: ProviderSimulator;
+let client: DynamoDBClient;
+let table: string;
+
+beforeAll(async () => {
+  sim = await startProviderSimulator();
+  client = dynamoClient();
+});
+afterAll(async () => {
+  await sim.close();
+  client.destroy();
+});
+beforeEach(async () => {
+  sim.reset();
+  table = await createTestTable(client);
+});
+
+function world(overrides: Partial<AdminDeps> = {}) {
+  const clock = new TestClock({ virtualSleep: true });
+  const store = new DynamoDbTokenStore(client, table);
+  const jobs = new DynamoDbKeyJobStore(client, table);
+  const vendInstance = makeInstance({ sim, clock, client, table });
+  const adminInstance: VendRuntime = makeInstance({ sim, clock, client, table });
+  const issued: Array<Record<string, unknown>> = [];
+  const admin = createAdmin({
+    store,
+    jobs,
+    refresh: (scope) => forceRefresh(adminInstance.tokens, scope),
+    issueKeys: async (event) => {
+      issued.push(event);
+      return { issued: ['ba_demo_1'], skipped: [], failed: [] };
+    },
+    scopes: TEST_POLICY.scopes,
+    inUseWindowSeconds: 3600,
+    clock,
+    logger: quietLogger(),
+    ...overrides,
+  });
+  return { clock, store, jobs, vendInstance, admin, issued };
+}
+
+describe('admin: status', () => {
+  it('shows each cached scope (the unscoped one as "unscoped"), its times, lease, use and key jobs, never a token', async () => {
+    // Prepare: two vends, a lease held on a third scope, a pending key job
+    const w = world();
+    const scoped = await vend(w.vendInstance, urlEvent({ query: 'scope=ba_demo_1' }));
+    const unscoped = await vend(w.vendInstance, urlEvent({ arn: PARTNER_ARN }));
+    await w.store.tryAcquireLease(
+      'TOKEN#ba_demo_2',
+      'instance-x',
+      w.clock.now(),
+      w.clock.now() + 600_000,
+    );
+    await w.jobs.acquire('ba_demo_1', 'run-1', w.clock.now(), w.clock.now() + 60_000);
+    w.clock.advance(100);
+
+    // Act
+    const status = (await w.admin({ action: 'status' })) as StatusReport;
+
+    // Assess
+    const text = JSON.stringify(status);
+    expect(text).not.toContain(scoped.body.access_token as string);
+    expect(text).not.toContain(unscoped.body.access_token as string);
+    const byScope = Object.fromEntries(status.tokens.map((t) => [t.scope, t]));
+    expect(Object.keys(byScope).sort()).toEqual(['ba_demo_1', 'ba_demo_2', 'unscoped']);
+    expect(byScope.ba_demo_1).toMatchObject({
+      state: 'valid',
+      expires_at: scoped.body.expires_at,
+      seconds_left: (scoped.body.expires_in as number) - 100,
+      lease: { held: false },
+      in_use: true,
+    });
+    expect(byScope.ba_demo_1?.issued_at).toBe((scoped.body.expires_at as number) - 7200);
+    expect(byScope.unscoped).toMatchObject({ state: 'valid', in_use: true });
+    expect(byScope.ba_demo_2).toMatchObject({
+      state: 'unusable',
+      lease: { held: true, owner: 'instance-x' },
+      in_use: false,
+    });
+    expect(status.key_jobs).toEqual([
+      expect.objectContaining({ business_application_id: 'ba_demo_1', awaiting_store: false }),
+    ]);
+  });
+
+  it('reports a scope not vended within the window as not in use', async () => {
+    const w = world();
+    await vend(w.vendInstance, urlEvent({ query: 'scope=ba_demo_1' }));
+    w.clock.advance(3601);
+
+    const status = (await w.admin({ action: 'status' })) as StatusReport;
+
+    expect(status.tokens[0]).toMatchObject({ scope: 'ba_demo_1', in_use: false });
+  });
+});
+
+describe('admin: invalidate', () => {
+  it('removes one scope, and with all every cached scope; the next vend mints anew', async () => {
+    const w = world();
+    await vend(w.vendInstance, urlEvent({ query: 'scope=ba_demo_1' }));
+    await vend(w.vendInstance, urlEvent({ query: 'scope=ba_demo_2' }));
+    await vend(w.vendInstance, urlEvent({ arn: PARTNER_ARN }));
+
+    const one = await w.admin({ action: 'invalidate', scope: 'ba_demo_1' });
+    const afterOne = (await w.admin({ action: 'status' })) as StatusReport;
+    const all = await w.admin({ action: 'invalidate', all: true });
+    const afterAll = (await w.admin({ action: 'status' })) as StatusReport;
+    const fresh = makeInstance({ sim, clock: w.clock, client, table });
+    const before = sim.stats.tokenRequests;
+    await vend(fresh, urlEvent({ query: 'scope=ba_demo_1' }));
+
+    expect(one).toMatchObject({ invalidated: ['ba_demo_1'] });
+    expect(afterOne.tokens.map((t) => t.scope).sort()).toEqual(['ba_demo_2', 'unscoped']);
+    expect((all as { invalidated: string[] }).invalidated.sort()).toEqual([
+      'ba_demo_2',
+      'unscoped',
+    ]);
+    expect(afterAll.tokens).toEqual([]);
+    expect(sim.stats.tokenRequests).toBe(before + 1);
+  });
+
+  it('invalidates the unscoped token by the name "unscoped"', async () => {
+    const w = world();
+    await vend(w.vendInstance, urlEvent({ arn: PARTNER_ARN }));
+
+    await w.admin({ action: 'invalidate', scope: 'unscoped' });
+
+    expect(await w.store.get('TOKEN#~unscoped')).toBeUndefined();
+  });
+});
+
+describe('admin: refresh', () => {
+  it('mints a new token under the lease that every instance then serves', async () => {
+    // Prepare
+    const w = world();
+    const first = await vend(w.vendInstance, urlEvent({ query: 'scope=ba_demo_1' }));
+    w.clock.advance(10);
+
+    // Act
+    const result = await w.admin({ action: 'refresh', scope: 'ba_demo_1' });
+    const other = await vend(
+      makeInstance({ sim, clock: w.clock, client, table }),
+      urlEvent({ query: 'scope=ba_demo_1' }),
+    );
+
+    // Assess
+    expect(result).toEqual({
+      scope: 'ba_demo_1',
+      status: 'refreshed',
+      expires_at: (first.body.expires_at as number) + 10,
+    });
+    expect(other.body.expires_at).toBe((first.body.expires_at as number) + 10);
+    expect(other.body.access_token).not.toBe(first.body.access_token);
+    expect(sim.stats.tokenRequests).toBe(2);
+  });
+
+  it('answers busy while another caller holds the lease, without minting', async () => {
+    const w = world();
+    await w.store.tryAcquireLease('TOKEN#ba_demo_1', 'x', w.clock.now(), w.clock.now() + 10_000);
+
+    const result = await w.admin({ action: 'refresh', scope: 'ba_demo_1' });
+
+    expect(result).toEqual({ scope: 'ba_demo_1', status: 'busy' });
+    expect(sim.stats.tokenRequests).toBe(0);
+  });
+
+  it('refuses a scope outside the access policy: it is never sent upstream', async () => {
+    const w = world();
+
+    const error = await w.admin({ action: 'refresh', scope: 'ba_other' }).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(AdminError);
+    expect(error).toMatchObject({ code: 'invalid_request' });
+    expect(sim.stats.tokenRequests).toBe(0);
+  });
+
+  it("passes the vend path's error code on, e.g. upstream_credentials_rejected", async () => {
+    const w = world({
+      refresh: async () => {
+        throw new UpstreamCredentialsRejectedError(
+          'The provider rejected our key and secret (HTTP 401).',
+        );
+      },
+    });
+
+    const error = await w.admin({ action: 'refresh', scope: 'ba_demo_1' }).catch((e: unknown) => e);
+
+    expect(error).toMatchObject({
+      name: 'AdminError',
+      code: 'upstream_credentials_rejected',
+      message: expect.stringMatching(/^upstream_credentials_rejected: /),
+    });
+  });
+});
+
+describe('admin: issue-keys', () => {
+  it('hands the event to the key-issuing job and returns its result', async () => {
+    const w = world();
+    const event = { action: 'issue-keys', businessApplicationIds: ['ba_demo_1'], force: true };
+
+    const result = await w.admin(event);
+
+    expect(result).toEqual({ issued: ['ba_demo_1'], skipped: [], failed: [] });
+    expect(w.issued).toEqual([event]);
+  });
+
+  it('lets a failed job fail the call, with the failed ids and codes', async () => {
+    const failure = new KeyIssuingFailedError({
+      issued: [],
+      skipped: [],
+      failed: [{ id: 'ba_demo_1', code: 'feature_not_enabled' }],
+    });
+    const w = world({ issueKeys: async () => Promise.reject(failure) });
+
+    const error = await w.admin({ action: 'issue-keys' }).catch((e: unknown) => e);
+
+    expect(error).toBe(failure);
+    expect((error as Error).message).toContain('ba_demo_1 (feature_not_enabled)');
+  });
+});
+
+describe('admin: bad events', () => {
+  it.each([
+    ['not an object', 'status'],
+    ['an array', [{ action: 'status' }]],
+    ['no action', {}],
+    ['an unknown action', { action: 'drop-table' }],
+    ['invalidate without a scope', { action: 'invalidate' }],
+    ['invalidate with all false', { action: 'invalidate', all: false }],
+    ['invalidate with scope and all', { action: 'invalidate', all: true, scope: 'ba_demo_1' }],
+    ['a scope of bad syntax', { action: 'refresh', scope: '../x' }],
+    ['refresh with all', { action: 'refresh', all: true }],
+    ['status with extra fields', { action: 'status', verbose: true }],
+    ['a scope that is not a string', { action: 'refresh', scope: 42 }],
+  ])(
+    '%s is invalid_request listing the valid events, echoing nothing it sent',
+    async (_label, event) => {
+      const w = world();
+
+      const error = await w.admin(event).catch((e: unknown) => e);
+
+      expect(error).toBeInstanceOf(AdminError);
+      expect(error).toMatchObject({ code: 'invalid_request' });
+      const { message, stack } = error as Error;
+      for (const action of ['status', 'invalidate', 'refresh', 'issue-keys']) {
+        expect(message).toContain(`"action":"${action}"`);
+      }
+      expect(message).not.toContain('../x');
+      expect(message).not.toContain('drop-table');
+      expect(stack).toBe(`AdminError: ${message}`);
+      expect(sim.stats.tokenRequests).toBe(0);
+    },
+  );
+});
