@@ -93,6 +93,8 @@ export class SecretsManagerCredentials implements CredentialsSource {
   readonly #logger: CoreLogger;
   readonly #now: () => number;
   #last: ProviderCredentials | undefined;
+  /** The cached string `#last` was parsed from: a vend parses the secret only when it changed. */
+  #lastRaw: string | undefined;
   #noReadBeforeMs = 0;
 
   constructor(options: {
@@ -147,6 +149,7 @@ export class SecretsManagerCredentials implements CredentialsSource {
     }
     if (raw === undefined)
       throw new CredentialsSecretError('The credentials secret has no SecretString.');
+    if (raw === this.#lastRaw && this.#last) return this.#last;
     const { value, version } = JSON.parse(raw) as { value: string; version: string };
     let parsed: unknown;
     try {
@@ -166,6 +169,7 @@ export class SecretsManagerCredentials implements CredentialsSource {
       this.#logger.info('credentials secret has a new version', { credentialsVersion: version });
     }
     this.#last = credentials;
+    this.#lastRaw = raw;
     return credentials;
   }
 }
