@@ -1,7 +1,7 @@
 /** The bench's outputs: the table it prints (Markdown, for the README), results.json and an SVG chart. */
 import type { ColdStartResult } from './cold-start.js';
+import { VARIANT_LABELS, VARIANTS, type VariantName } from './names.js';
 import type { TargetCheck } from './targets.js';
-import { VARIANT_LABELS, VARIANTS, type VariantName } from './variants.js';
 import type { DayResult, LatencyResult, StampedeResult } from './workloads.js';
 
 export interface VariantResults {

@@ -9,6 +9,7 @@ import { writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import { resolve } from 'node:path';
 import { coldStart } from './cold-start.js';
+import { VARIANTS, type VariantName } from './names.js';
 import {
   type BenchResults,
   renderColdStart,
@@ -18,7 +19,6 @@ import {
   type VariantResults,
 } from './report.js';
 import { checkTargets } from './targets.js';
-import { VARIANTS, type VariantName } from './variants.js';
 import { coldStampede, latency, PROVIDER_LATENCY_MS, simulatedDay } from './workloads.js';
 import { SCOPES, startWorld } from './world.js';
 

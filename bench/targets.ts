@@ -1,7 +1,7 @@
 /** The bench's targets (issue 9), checked against a run's results; any miss fails the run. */
 import type { ColdStartResult } from './cold-start.js';
+import { REFRESH_AHEAD_SECONDS } from './names.js';
 import type { BenchResults } from './report.js';
-import { REFRESH_AHEAD_SECONDS } from './variants.js';
 
 /** The vend function's bundle budget: 450 KB (KiB, as the bundle-size test counts it). */
 export const VEND_BUNDLE_BUDGET_BYTES = 450 * 1024;

@@ -29,28 +29,8 @@ import {
 import { createVendApp, outcomeLabel, type VendApp } from '../functions/vend-token/app.js';
 import { createVendRuntime } from '../functions/vend-token/runtime.js';
 import { DEMO_PROVIDER_CREDENTIALS, type ProviderSimulator } from '../local/provider-simulator.js';
+import { REFRESH_AHEAD_SECONDS, REFRESH_INTERVAL_SECONDS, type VariantName } from './names.js';
 import { type CountingClient, countingClient, discardingLogger, POLICY, SCOPES } from './world.js';
-
-export type VariantName = 'ours' | 'no-cache' | 'memory-only' | 'dynamodb-no-lease';
-
-export const VARIANTS: readonly VariantName[] = [
-  'ours',
-  'no-cache',
-  'memory-only',
-  'dynamodb-no-lease',
-];
-
-export const VARIANT_LABELS: Record<VariantName, string> = {
-  ours: 'token service (L1 + L2 + lease)',
-  'no-cache': 'no cache (mint per request)',
-  'memory-only': 'per-instance memory cache',
-  'dynamodb-no-lease': 'DynamoDB cache, no lease',
-};
-
-/** The schedule of the refresh function: every 5 minutes. */
-export const REFRESH_INTERVAL_SECONDS = 300;
-/** The vend function's default refresh-ahead window. */
-export const REFRESH_AHEAD_SECONDS = 900;
 
 /** How one vend was served, as the vend app's audit line labels it; `error:<code>` on failure. */
 const served = new AsyncLocalStorage<{ label: string }>();
@@ -148,15 +128,24 @@ export interface Variant {
   close(): void;
 }
 
-// Secrets Manager has no local emulator: every instance reads the secret
-// through the real adapter (Powertools cache included) from a stubbed client.
-mockClient(SecretsManagerClient)
-  .on(GetSecretValueCommand)
-  .resolves({ SecretString: JSON.stringify(DEMO_PROVIDER_CREDENTIALS), VersionId: 'v1' });
+let secretsStubbed = false;
+
+/**
+ * Secrets Manager has no local emulator: every instance reads the secret
+ * through the real adapter (Powertools cache included) from a stubbed client.
+ */
+function stubSecretsManager(): void {
+  if (secretsStubbed) return;
+  secretsStubbed = true;
+  mockClient(SecretsManagerClient)
+    .on(GetSecretValueCommand)
+    .resolves({ SecretString: JSON.stringify(DEMO_PROVIDER_CREDENTIALS), VersionId: 'v1' });
+}
 
 const sealer = new AesGcmSealer();
 
 export function createVariant(options: VariantOptions): Variant {
+  stubSecretsManager();
   const { clock } = options;
   const logger = discardingLogger();
   // The simulated instances share one DynamoDB client (50 sockets): on one

@@ -5,14 +5,13 @@
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { epochSeconds } from '../functions/core/clock.js';
 import { TestClock } from '../test/support/clock.js';
+import { REFRESH_INTERVAL_SECONDS, type VariantName } from './names.js';
 import { type Summary, seededRandom, summarize } from './stats.js';
 import {
   type BenchInstance,
   createVariant,
-  REFRESH_INTERVAL_SECONDS,
   timedVend,
   type Variant,
-  type VariantName,
   type VendRecord,
   WAITED_ON_PROVIDER,
 } from './variants.js';
@@ -105,10 +104,10 @@ function summarizeRun(
 }
 
 /**
- * Cold stampede: `requests` concurrent requests from 50 cold instances at
- * once, spread over `scopes`: request k asks for scope k mod n on instance
- * floor(k / 10) mod 50, so each instance sends 10 and each scope's requests
- * come from as many instances as possible.
+ * Cold stampede: `requestCount` concurrent requests from 50 cold instances at
+ * once, round-robin: request k asks for scope k mod n on instance k mod 50
+ * (one scope: 10 requests per instance; 20 scopes: each instance serves 2
+ * scopes, each scope is asked on 5 instances).
  */
 export async function coldStampede(
   world: World,
@@ -119,10 +118,9 @@ export async function coldStampede(
   const { variant, clock } = await setUp(world, name, PROVIDER_LATENCY_MS);
   try {
     const instances = Array.from({ length: INSTANCES }, () => variant.instance());
-    const perInstance = requestCount / INSTANCES;
     const requests = Array.from({ length: requestCount }, (_, k) => ({
       scope: scopes[k % scopes.length]!,
-      instance: instances[Math.floor(k / perInstance) % INSTANCES]!,
+      instance: instances[k % INSTANCES]!,
     }));
     const records = await Promise.all(requests.map((r) => timedVend(r.instance, r.scope)));
     const now = epochSeconds(clock);

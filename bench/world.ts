@@ -5,6 +5,7 @@
  */
 import { Console } from 'node:console';
 import { randomUUID } from 'node:crypto';
+import { Agent } from 'node:http';
 import { Writable } from 'node:stream';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -41,10 +42,16 @@ export function countingClient(endpoint: string): CountingClient {
     region: 'us-east-1',
     endpoint,
     credentials: LOCAL_AWS_CREDENTIALS,
-    // As the functions configure it (aws-runtime.ts), with a longer timeout:
-    // DynamoDB Local sharing two cores with the bench is slower than DynamoDB.
+    // As the functions configure it (aws-runtime.ts), with a longer timeout
+    // (DynamoDB Local sharing two cores with the bench is slower than DynamoDB)
+    // and, since 50 simulated instances share the client, 50 instances' worth of
+    // sockets: a 50-socket pool would queue their calls into timeouts.
     maxAttempts: 2,
-    requestHandler: { requestTimeout: 5000, connectionTimeout: 1000 },
+    requestHandler: {
+      requestTimeout: 5000,
+      connectionTimeout: 1000,
+      httpAgent: new Agent({ keepAlive: true, maxSockets: 50 * 50 }),
+    },
   });
   const counts = new Map<string, number>();
   client.middlewareStack.add(
