@@ -1,32 +1,15 @@
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
 import {
   runScheduledRefresh,
   type ScheduledRefreshConfig,
 } from '../../functions/refresh/scheduled-refresh.js';
 import type { VendRuntime } from '../../functions/vend-token/runtime.js';
-import { type ProviderSimulator, startProviderSimulator } from '../../local/provider-simulator.js';
 import { TestClock } from '../support/clock.js';
-import { createTestTable, dynamoClient } from '../support/dynamodb.js';
+import { useSimulatorAndTable } from '../support/simulator-and-table.js';
 import { makeInstance, quietLogger, urlEvent, vend } from '../support/vend-harness.js';
 
-let sim: ProviderSimulator;
-let client: DynamoDBClient;
-let table: string;
-
-beforeAll(async () => {
-  sim = await startProviderSimulator();
-  client = dynamoClient();
-});
-afterAll(async () => {
-  await sim.close();
-  client.destroy();
-});
-beforeEach(async () => {
-  sim.reset();
-  table = await createTestTable(client);
-});
+const shared = useSimulatorAndTable();
 
 const CONFIG: ScheduledRefreshConfig = {
   inUseWindowSeconds: 3600,
@@ -36,8 +19,9 @@ const CONFIG: ScheduledRefreshConfig = {
 
 function world() {
   const clock = new TestClock({ virtualSleep: true });
-  const store = new DynamoDbTokenStore(client, table);
-  const instance = () => makeInstance({ sim, clock, client, table });
+  const store = new DynamoDbTokenStore(shared.client, shared.table);
+  const instance = () =>
+    makeInstance({ sim: shared.sim, clock, client: shared.client, table: shared.table });
   const scheduler = instance();
   const refresh = () =>
     runScheduledRefresh({ tokens: scheduler.tokens, store, clock, logger: quietLogger() }, CONFIG);
@@ -70,9 +54,9 @@ describe('scheduled refresh', () => {
         [instances[(step + 1) % 3]!, 150],
       ] as const) {
         w.clock.advance(wait);
-        const before = sim.stats.tokenRequests;
+        const before = shared.sim.stats.tokenRequests;
         const result = await ask(runtime, 'ba_demo_1');
-        if (sim.stats.tokenRequests !== before) vendsThatReachedTheProvider++;
+        if (shared.sim.stats.tokenRequests !== before) vendsThatReachedTheProvider++;
         expect(result.status).toBe(200);
         expect(result.body.expires_in as number).toBeGreaterThan(900);
         tokens.add(result.body.access_token as string);
@@ -81,8 +65,8 @@ describe('scheduled refresh', () => {
     }
 
     // Assess
-    const mints1 = sim.stats.tokenRequestsByScope.ba_demo_1 ?? 0;
-    const mints2 = sim.stats.tokenRequestsByScope.ba_demo_2 ?? 0;
+    const mints1 = shared.sim.stats.tokenRequestsByScope.ba_demo_1 ?? 0;
+    const mints2 = shared.sim.stats.tokenRequestsByScope.ba_demo_2 ?? 0;
     // 7200 s tokens refreshed 900 + 600 s before expiry: one mint per 5700 s at most
     expect(mints1).toBeLessThanOrEqual(Math.ceil(86_400 / (7200 - 1500)) + 1);
     expect(mints1).toBeGreaterThanOrEqual(Math.floor(86_400 / 7200));
