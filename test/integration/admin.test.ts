@@ -98,14 +98,17 @@ describe('admin: status', () => {
     ]);
   });
 
-  it('reports a scope not vended within the window as not in use', async () => {
+  it('reports a scope in use while vended within the window or since its token was minted, and not after', async () => {
     const w = world();
     await vend(w.vendInstance, urlEvent({ query: 'scope=ba_demo_1' }));
     w.clock.advance(3601);
+    const stillCachedByACaller = (await w.admin({ action: 'status' })) as StatusReport;
+    await w.admin({ action: 'refresh', scope: 'ba_demo_1' });
 
-    const status = (await w.admin({ action: 'status' })) as StatusReport;
+    const abandoned = (await w.admin({ action: 'status' })) as StatusReport;
 
-    expect(status.tokens[0]).toMatchObject({ scope: 'ba_demo_1', in_use: false });
+    expect(stillCachedByACaller.tokens[0]).toMatchObject({ scope: 'ba_demo_1', in_use: true });
+    expect(abandoned.tokens[0]).toMatchObject({ scope: 'ba_demo_1', in_use: false });
   });
 });
 
