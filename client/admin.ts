@@ -16,11 +16,11 @@ export interface InvokeAdminOptions {
 /**
  * Runs an admin event through Lambda Invoke (RequestResponse) and returns the
  * function's result payload as text. A function error becomes a CliError
- * `function_error`; an SDK failure a CliError `invoke_failed`.
+ * `function_error`; an SDK failure a CliError `invoke_failed`; no Lambda
+ * client installed a CliError `not_available`.
  */
 export async function invokeAdminFunction(options: InvokeAdminOptions): Promise<string> {
-  // Loaded here so that `tvm token` never pays for the Lambda client.
-  const { InvokeCommand, LambdaClient } = await import('@aws-sdk/client-lambda');
+  const { InvokeCommand, LambdaClient } = await loadLambdaClient();
   const client = new LambdaClient(options.region ? { region: options.region } : {});
   try {
     const output = await client.send(
@@ -42,6 +42,31 @@ export async function invokeAdminFunction(options: InvokeAdminOptions): Promise<
     throw new CliError('invoke_failed', `${name}: ${message}`, 1, { cause: error });
   } finally {
     client.destroy();
+  }
+}
+
+/**
+ * `@aws-sdk/client-lambda`, an optional peer dependency of the package: only
+ * `tvm admin --function` needs it, so services that install the library do not
+ * carry it. Loaded here so that `tvm token` never pays for it. Missing, it is a
+ * CliError `not_available` that says what to install.
+ */
+async function loadLambdaClient(): Promise<typeof import('@aws-sdk/client-lambda')> {
+  try {
+    return await import('@aws-sdk/client-lambda');
+  } catch (error) {
+    // Only the package itself missing; a broken install of it fails as it is.
+    const missing =
+      (error as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' &&
+      String((error as Error).message).startsWith("Cannot find package '@aws-sdk/client-lambda'");
+    if (!missing) throw error;
+    throw new CliError(
+      'not_available',
+      'tvm admin --function needs @aws-sdk/client-lambda: install it next to @token-vending/client ' +
+        '(npm install @aws-sdk/client-lambda)',
+      1,
+      { cause: error },
+    );
   }
 }
 

@@ -4,7 +4,7 @@
  * 1 error (`tvm: <code>: <title>` on stderr), 2 usage.
  *
  * `main` takes its arguments, environment and streams as parameters so that
- * tests run it in-process; `bin/tvm.mjs` calls it with the real ones.
+ * tests run it in-process; `tvm.ts` (the package's bin) calls it with the real ones.
  */
 import { parseArgs } from 'node:util';
 import { type AdminEvent, invokeAdminFunction, runLocalAdmin } from './admin.js';
@@ -71,6 +71,7 @@ Runs an admin event and prints the admin function's result. Events:
 Options:
   --function NAME  invoke this admin function (name or ARN) in AWS with Lambda Invoke,
                    using the AWS default credential chain; a function error exits 1
+                   (needs the package @aws-sdk/client-lambda installed next to tvm)
   --region R       region of the function (default: $AWS_REGION, then the AWS profile's)
   -h, --help       show this help
 
