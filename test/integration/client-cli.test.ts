@@ -232,12 +232,12 @@ describe('tvm token', () => {
 });
 
 describe('tvm admin', () => {
-  it('answers that the local stack has no admin function yet, exit 1', async () => {
+  it('answers not_available outside the project directory (no admin script), exit 1', async () => {
     const run = await tvm(['admin', '{"action":"status"}'], { cwd: stackDir });
 
     expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
-    expect(run.stderr).toMatch(/^tvm: not_available: the local stack has no admin function yet/);
+    expect(run.stderr).toMatch(/^tvm: not_available: no "admin" script in \.\/package\.json/);
   });
 });
 
