@@ -60,7 +60,7 @@ export class KeyIssuing extends Construct {
       items: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
       prefix: 'KEYS#',
     });
-    props.cache.connectSealer(this.fn, 'KEYS#');
+    props.cache.connectSealer(this.fn, 'KEYS#', 'envelope');
     this.#grantKeySecrets(config.secretsPrefix);
 
     this.scheduled = new ScheduledInvocation(this, 'OnSchedule', {

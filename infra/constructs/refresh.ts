@@ -60,7 +60,7 @@ export class Refresh extends Construct {
       prefix: 'TOKEN#',
       scan: true,
     });
-    props.cache.connectSealer(this.fn, 'TOKEN#');
+    props.cache.connectSealer(this.fn, 'TOKEN#', 'encrypt');
     props.credentials.connect(this.fn);
 
     this.scheduled = new ScheduledInvocation(this, 'Every5Minutes', {

@@ -9,6 +9,18 @@ import type { TokenVendingFunction } from './token-vending-function.js';
 export type ItemPrefix = 'TOKEN#' | 'KEYS#';
 export type ItemAction = 'dynamodb:GetItem' | 'dynamodb:UpdateItem' | 'dynamodb:DeleteItem';
 
+/**
+ * How a function seals: `encrypt` is KmsSealer (functions/adapters/sealers.ts,
+ * tokens: KMS Encrypt and Decrypt); `envelope` is KmsEnvelopeSealer
+ * (functions/adapters/kms-envelope-sealer.ts, key-issuing answers that may
+ * exceed Encrypt's 4 KiB: GenerateDataKey and Decrypt).
+ */
+export type Sealer = 'encrypt' | 'envelope';
+const SEALER_ACTIONS: Record<Sealer, readonly string[]> = {
+  encrypt: ['kms:Encrypt', 'kms:Decrypt'],
+  envelope: ['kms:GenerateDataKey', 'kms:Decrypt'],
+};
+
 export interface TableAccess {
   /** Item actions, allowed only on items whose `pk` starts with `prefix`. */
   readonly items: readonly ItemAction[];
@@ -111,16 +123,16 @@ export class TokenCache extends Construct {
   }
 
   /**
-   * Sets KMS_KEY_ID and grants KMS Encrypt and Decrypt with this key only, and
-   * only with the encryption context `{pk}` of the items the function owns
-   * (functions/adapters/sealers.ts seals each item under its own key).
+   * Sets KMS_KEY_ID and grants the two KMS operations of the function's sealer
+   * with this key only, and only under the encryption context `{pk}` of the
+   * items the function owns (each item is sealed under its own key).
    */
-  connectSealer(fn: TokenVendingFunction, prefix: ItemPrefix): void {
+  connectSealer(fn: TokenVendingFunction, prefix: ItemPrefix, sealer: Sealer): void {
     fn.addEnvironment('KMS_KEY_ID', this.key.keyArn);
     fn.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: `Seal${prefix === 'TOKEN#' ? 'Tokens' : 'Keys'}`,
-        actions: ['kms:Encrypt', 'kms:Decrypt'],
+        actions: [...SEALER_ACTIONS[sealer]],
         resources: [this.key.keyArn],
         conditions: { StringLike: { 'kms:EncryptionContext:pk': `${prefix}*` } },
       }),

@@ -83,7 +83,7 @@ export class Vend extends Construct {
       items: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
       prefix: 'TOKEN#',
     });
-    props.cache.connectSealer(this.fn, 'TOKEN#');
+    props.cache.connectSealer(this.fn, 'TOKEN#', 'encrypt');
     props.credentials.connect(this.fn);
 
     this.url = this.fn.function.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.AWS_IAM });

@@ -213,10 +213,10 @@ describe('least privilege', () => {
       },
     },
   });
-  const seal = (prefix: string, sid: string): Statement => ({
+  const seal = (prefix: string, sid: string, actions: string[]): Statement => ({
     Sid: sid,
     Effect: 'Allow',
-    Action: ['kms:Encrypt', 'kms:Decrypt'],
+    Action: actions,
     Resource: { 'Fn::GetAtt': [key, 'Arn'] },
     Condition: { StringLike: { 'kms:EncryptionContext:pk': `${prefix}*` } },
   });
@@ -237,7 +237,7 @@ describe('least privilege', () => {
       logs(VEND),
       items(['dynamodb:GetItem', 'dynamodb:UpdateItem'], 'TOKEN#', 'ItemsTokenOnly'),
       viaDynamoDb(),
-      seal('TOKEN#', 'SealTokens'),
+      seal('TOKEN#', 'SealTokens', ['kms:Encrypt', 'kms:Decrypt']),
       readSecret(),
     ]);
   });
@@ -248,18 +248,18 @@ describe('least privilege', () => {
       items(['dynamodb:GetItem', 'dynamodb:UpdateItem'], 'TOKEN#', 'ItemsTokenOnly'),
       scan(),
       viaDynamoDb(),
-      seal('TOKEN#', 'SealTokens'),
+      seal('TOKEN#', 'SealTokens', ['kms:Encrypt', 'kms:Decrypt']),
       readSecret(),
       failedRuns(),
     ]);
   });
 
-  it('lets issue-keys use key-job items, the key for them, and write secrets under its prefix only', () => {
+  it('lets issue-keys use key-job items, envelope-seal them, and write secrets under its prefix only', () => {
     expect(statementsOf(template, roleIdOf(template, ISSUE_KEYS))).toEqual([
       logs(ISSUE_KEYS),
       items(['dynamodb:GetItem', 'dynamodb:UpdateItem'], 'KEYS#', 'ItemsKeysOnly'),
       viaDynamoDb(),
-      seal('KEYS#', 'SealKeys'),
+      seal('KEYS#', 'SealKeys', ['kms:GenerateDataKey', 'kms:Decrypt']),
       {
         Sid: 'WriteIssuedKeySecrets',
         Effect: 'Allow',
