@@ -99,11 +99,13 @@ export class Observability extends Construct {
       return alarm;
     };
 
+    // Each side reports only when something happened: FILL makes a period with
+    // data on one side only still add up (a missing term would drop the sum).
     add(
       'upstream-errors',
       'Token requests to the provider failed (after retries) in 2 of the last 3 five-minute periods, 5 or more each.',
       new cloudwatch.MathExpression({
-        expression: 'vend + refresh',
+        expression: 'FILL(vend, 0) + FILL(refresh, 0)',
         usingMetrics: {
           vend: metric('UpstreamErrors', 'vend-token'),
           refresh: metric('UpstreamErrors', 'refresh'),
@@ -118,7 +120,7 @@ export class Observability extends Construct {
       'credentials-rejected',
       'The provider rejected our key and secret (401/403), even after one re-read of the secret.',
       new cloudwatch.MathExpression({
-        expression: 'vend + refresh',
+        expression: 'FILL(vend, 0) + FILL(refresh, 0)',
         usingMetrics: {
           vend: metric('Vends', 'vend-token', { outcome: 'error:upstream_credentials_rejected' }),
           refresh: refreshCredentialsRejected,

@@ -255,7 +255,7 @@ describe('dashboard and alarms', () => {
       EvaluationPeriods: 3,
       DatapointsToAlarm: 2,
       Metrics: Match.arrayWith([
-        Match.objectLike({ Expression: 'vend + refresh' }),
+        Match.objectLike({ Expression: 'FILL(vend, 0) + FILL(refresh, 0)' }),
         ...['vend-token', 'refresh'].map((service) =>
           Match.objectLike({
             MetricStat: Match.objectLike({
@@ -278,6 +278,7 @@ describe('dashboard and alarms', () => {
       Threshold: 1,
       EvaluationPeriods: 1,
       Metrics: Match.arrayWith([
+        Match.objectLike({ Expression: 'FILL(vend, 0) + FILL(refresh, 0)' }),
         Match.objectLike({
           MetricStat: Match.objectLike({
             Metric: {
