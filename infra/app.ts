@@ -1,12 +1,20 @@
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { selectStage } from './config.js';
+import { type StageConfig, StageConfigError, selectStage } from './config.js';
 import { DEFAULT_STAGE, stages } from './stages/index.js';
 import { TokenVendingStack } from './token-vending-stack.js';
 
 // `npx cdk synth|deploy -c stage=<name>`; the example stage by default.
 const app = new App();
-const config = selectStage(stages, app.node.tryGetContext('stage'), DEFAULT_STAGE);
+let config: StageConfig;
+try {
+  config = selectStage(stages, app.node.tryGetContext('stage'), DEFAULT_STAGE);
+} catch (error) {
+  // Every problem of the stage, without a stack trace in front of it.
+  if (!(error instanceof StageConfigError)) throw error;
+  console.error(error.message);
+  process.exit(1);
+}
 new TokenVendingStack(app, `TokenVending-${config.stage}`, {
   config,
   env: {
