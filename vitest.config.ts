@@ -3,7 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    globalSetup: ['test/support/global-setup.ts'],
+    // The client package is built first: tests run its dist/ as it is shipped.
+    globalSetup: ['test/support/build-client.ts', 'test/support/global-setup.ts'],
     // Child processes: each test file gets its own Node process, so servers,
     // timers and env changes in one file never leak into another.
     pool: 'forks',

@@ -1,5 +1,7 @@
+import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { CliError } from './cli-error.js';
-import type { LocalStackFile } from './stack-file.js';
 
 /** An admin event (SPEC section 7): a JSON object with an `action`. */
 export type AdminEvent = Record<string, unknown> & { action: string };
@@ -14,11 +16,11 @@ export interface InvokeAdminOptions {
 /**
  * Runs an admin event through Lambda Invoke (RequestResponse) and returns the
  * function's result payload as text. A function error becomes a CliError
- * `function_error`; an SDK failure a CliError `invoke_failed`.
+ * `function_error`; an SDK failure a CliError `invoke_failed`; no Lambda
+ * client installed a CliError `not_available`.
  */
 export async function invokeAdminFunction(options: InvokeAdminOptions): Promise<string> {
-  // Loaded here so that `tvm token` never pays for the Lambda client.
-  const { InvokeCommand, LambdaClient } = await import('@aws-sdk/client-lambda');
+  const { InvokeCommand, LambdaClient } = await loadLambdaClient();
   const client = new LambdaClient(options.region ? { region: options.region } : {});
   try {
     const output = await client.send(
@@ -43,6 +45,31 @@ export async function invokeAdminFunction(options: InvokeAdminOptions): Promise<
   }
 }
 
+/**
+ * `@aws-sdk/client-lambda`, an optional peer dependency of the package: only
+ * `tvm admin --function` needs it, so services that install the library do not
+ * carry it. Loaded here so that `tvm token` never pays for it. Missing, it is a
+ * CliError `not_available` that says what to install.
+ */
+async function loadLambdaClient(): Promise<typeof import('@aws-sdk/client-lambda')> {
+  try {
+    return await import('@aws-sdk/client-lambda');
+  } catch (error) {
+    // Only the package itself missing; a broken install of it fails as it is.
+    const missing =
+      (error as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' &&
+      String((error as Error).message).startsWith("Cannot find package '@aws-sdk/client-lambda'");
+    if (!missing) throw error;
+    throw new CliError(
+      'not_available',
+      'tvm admin --function needs @aws-sdk/client-lambda: install it next to @token-vending/client ' +
+        '(npm install @aws-sdk/client-lambda)',
+      1,
+      { cause: error },
+    );
+  }
+}
+
 /** `errorType: errorMessage` from Lambda's error payload, or the FunctionError kind. */
 function describeFunctionError(kind: string, payload: string): string {
   try {
@@ -61,11 +88,64 @@ function describeFunctionError(kind: string, payload: string): string {
   }
 }
 
-/** Runs an admin event against the local stack (SPEC section 8). */
-export async function runLocalAdmin(_stack: LocalStackFile, _event: AdminEvent): Promise<string> {
-  throw new CliError(
-    'not_available',
-    'the local stack has no admin function yet (it comes with a later issue); ' +
-      'use --function NAME to invoke one in AWS',
-  );
+export interface LocalAdminOptions {
+  /** The project directory: where `npm start` runs and wrote `.local/stack.json`. */
+  readonly cwd: string;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly event: AdminEvent;
+  readonly stdout: { write(text: string): unknown };
+  readonly stderr: { write(text: string): unknown };
+}
+
+/** Whether `<cwd>/package.json` defines an `admin` script. */
+async function hasAdminScript(cwd: string): Promise<boolean> {
+  try {
+    const pkg = JSON.parse(await readFile(join(cwd, 'package.json'), 'utf8')) as {
+      scripts?: Record<string, unknown>;
+    };
+    return typeof pkg.scripts?.admin === 'string';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Runs an admin event against the local stack (SPEC section 8) the way an
+ * operator would: `npm run --silent admin -- '<event json>'` in the project
+ * directory, with this environment. Its stdout and stderr are passed through;
+ * resolves to its exit code (0 ok, 1 error, 2 usage).
+ */
+export async function runLocalAdmin(options: LocalAdminOptions): Promise<number> {
+  if (!(await hasAdminScript(options.cwd))) {
+    throw new CliError(
+      'not_available',
+      'no "admin" script in ./package.json: run tvm admin in the token vending project directory ' +
+        '(where npm start runs), or pass --function NAME',
+    );
+  }
+  return new Promise((resolve, reject) => {
+    const child = spawn('npm', ['run', '--silent', 'admin', '--', JSON.stringify(options.event)], {
+      cwd: options.cwd,
+      env: { ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
+    child.stdout.on('data', (text: string) => options.stdout.write(text));
+    child.stderr.on('data', (text: string) => options.stderr.write(text));
+    child.once('error', (error: NodeJS.ErrnoException) =>
+      reject(
+        new CliError(
+          'not_available',
+          error.code === 'ENOENT'
+            ? "npm is not on PATH: the local stack's admin runs as npm run admin"
+            : `could not run npm run admin (${error.code ?? error.name})`,
+          1,
+          { cause: error },
+        ),
+      ),
+    );
+    // 'close' comes after the streams ended: everything was passed on.
+    child.once('close', (code) => resolve(code ?? 1));
+  });
 }

@@ -4,7 +4,7 @@
  * 1 error (`tvm: <code>: <title>` on stderr), 2 usage.
  *
  * `main` takes its arguments, environment and streams as parameters so that
- * tests run it in-process; `bin/tvm.mjs` calls it with the real ones.
+ * tests run it in-process; `tvm.ts` (the package's bin) calls it with the real ones.
  */
 import { parseArgs } from 'node:util';
 import { type AdminEvent, invokeAdminFunction, runLocalAdmin } from './admin.js';
@@ -71,11 +71,14 @@ Runs an admin event and prints the admin function's result. Events:
 Options:
   --function NAME  invoke this admin function (name or ARN) in AWS with Lambda Invoke,
                    using the AWS default credential chain; a function error exits 1
+                   (needs the package @aws-sdk/client-lambda installed next to tvm)
   --region R       region of the function (default: $AWS_REGION, then the AWS profile's)
   -h, --help       show this help
 
-Without --function the event runs against the local stack (./${STACK_FILE}); the local
-stack has no admin function yet, so that answers "not_available" and exits 1.
+Without --function the event runs against the local stack that npm start runs in this
+directory (./${STACK_FILE}): tvm runs 'npm run --silent admin -- <event json>' here and
+passes its output and exit code through (errors as "admin: <code>: <message>"; a failed
+issue-keys run prints its result on stdout as well).
 
 Exit codes: 0 ok, 1 error ("tvm: <code>: <title>" on stderr), 2 usage.
 `;
@@ -259,26 +262,23 @@ async function adminCommand(args: readonly string[], io: CliIo): Promise<number>
     throw new UsageError(`unexpected argument '${shown(extra)}'`, 'admin');
   }
   const event = parseEvent(eventText);
-  let payload: string;
   if (values.function) {
     const region = values.region || io.env.AWS_REGION;
-    payload = await invokeAdminFunction({
+    const payload = await invokeAdminFunction({
       functionName: values.function,
       event,
       ...(region ? { region } : {}),
     });
-  } else {
-    const stack = await loadStack(io.cwd);
-    if (!stack) {
-      throw new UsageError(
-        `no admin target: pass --function NAME, or start the local stack (npm start) so that ./${STACK_FILE} exists`,
-        'admin',
-      );
-    }
-    payload = await runLocalAdmin(stack, event);
+    io.stdout.write(formatPayload(payload));
+    return 0;
   }
-  io.stdout.write(formatPayload(payload));
-  return 0;
+  if (!(await loadStack(io.cwd))) {
+    throw new UsageError(
+      `no admin target: pass --function NAME, or start the local stack (npm start) so that ./${STACK_FILE} exists`,
+      'admin',
+    );
+  }
+  return runLocalAdmin({ cwd: io.cwd, env: io.env, event, stdout: io.stdout, stderr: io.stderr });
 }
 
 function report(error: unknown, io: CliIo): number {

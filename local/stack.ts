@@ -1,25 +1,25 @@
 import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { providerKeyProblem, StaticCredentials } from '../functions/adapters/credentials.js';
+import { StaticCredentials } from '../functions/adapters/credentials.js';
 import { DynamoDbTokenStore } from '../functions/adapters/dynamodb-token-store.js';
 import { AesGcmSealer } from '../functions/adapters/sealers.js';
-import { type Env, EnvReader, readVendSettings } from '../functions/core/config.js';
+import { systemClock } from '../functions/core/clock.js';
+import type { Env } from '../functions/core/config.js';
+import { runScheduledRefresh } from '../functions/refresh/scheduled-refresh.js';
 import { createVendRuntime, type VendRuntime } from '../functions/vend-token/runtime.js';
 import { startDynamoDbLocal } from './dynamodb-local.js';
 import { startLocalFunctionUrl } from './function-url.js';
+import type { LocalIdentity } from './local-identities.js';
 import {
-  defaultAccessPolicy,
-  type LocalIdentity,
-  readLocalIdentities,
-} from './local-identities.js';
-import {
-  DEFAULT_ALLOWED_SCOPES,
   DEMO_PROVIDER_CREDENTIALS,
   type ProviderSimulator,
   startProviderSimulator,
 } from './provider-simulator.js';
+import { type RefreshTimers, startRefreshTimer } from './refresh-timer.js';
+import { newSealingKey, SEALING_KEY_FILE_NAME, writeSealingKey } from './sealing-key.js';
+import { readLocalSettings } from './stack-config.js';
 import { ensureTable, LOCAL_AWS_CREDENTIALS } from './table.js';
 
 export const DEFAULT_STACK_FILE = '.local/stack.json';
@@ -36,6 +36,22 @@ export interface StackInfo {
   /** The policy's configured scopes. */
   readonly scopes: readonly string[];
   readonly identity: LocalIdentity;
+  /**
+   * The AES-256-GCM key sealing cached tokens (base64, mode 0600, beside the
+   * stack file), made at each start; `npm run admin` seals and unseals with it.
+   * Absent when the stack wrote no stack file.
+   */
+  readonly sealingKeyFile?: string;
+  /** Where the key-issuing job writes keys (absolute `LOCAL_SECRETS_DIR`). */
+  readonly localSecretsDir: string;
+  /** `KEY_ISSUE_BUSINESS_APPLICATION_IDS` and `KEY_ISSUE_REQUEST_BODY`, for `npm run admin`. */
+  readonly keyIssuing: {
+    readonly businessApplicationIds: readonly string[];
+    readonly requestBody?: string;
+  };
+  readonly refreshAheadSeconds: number;
+  readonly refreshIntervalSeconds: number;
+  readonly inUseWindowSeconds: number;
 }
 
 export interface LocalStack {
@@ -48,48 +64,25 @@ export interface LocalStack {
 
 /**
  * Starts the local stack of SPEC section 8 on loopback: DynamoDB Local (unless
- * DYNAMODB_ENDPOINT), the provider simulator (unless PROVIDER_BASE_URL), and a
- * SigV4-checking Function URL in front of the real vend handler.
+ * DYNAMODB_ENDPOINT), the provider simulator (unless PROVIDER_BASE_URL), a
+ * SigV4-checking Function URL in front of the real vend handler, and the
+ * scheduled refresh on its own timer (`options.timers`, real ones by default).
+ * Writes the stack file and, beside it, the sealing key `npm run admin` shares;
+ * `stop` removes both.
  */
 export async function startLocalStack(
   env: Env,
-  options: { stackFile?: string | null; logger?: Logger } = {},
+  options: { stackFile?: string | null; logger?: Logger; timers?: RefreshTimers } = {},
 ): Promise<LocalStack> {
-  const reader = new EnvReader(env);
-  const port = reader.integer('PORT', 8787, 0, 65535);
-  const region = reader.optional('AWS_REGION', 'us-east-1');
-  const identities = readLocalIdentities(reader, env);
-  const externalProvider = env.PROVIDER_BASE_URL;
-  if (externalProvider && (!env.PROVIDER_KEY || !env.PROVIDER_SECRET)) {
-    reader.problem('PROVIDER_KEY and PROVIDER_SECRET are required when PROVIDER_BASE_URL is set');
-  }
-  const keyProblem =
-    externalProvider && env.PROVIDER_KEY ? providerKeyProblem(env.PROVIDER_KEY) : undefined;
-  // The message names the variable only: the key itself is never echoed.
-  if (keyProblem) reader.problem(`PROVIDER_KEY is unusable: ${keyProblem}`);
-  if (externalProvider && !env.ACCESS_POLICY) {
-    // The default policy lists the simulator's scopes, which a real provider does not know.
-    reader.problem(
-      'ACCESS_POLICY is required when PROVIDER_BASE_URL is set (its scopes are sent upstream)',
-    );
-  }
-  const settings = readVendSettings(
-    new EnvReader({
-      ...env,
-      ACCESS_POLICY:
-        env.ACCESS_POLICY || defaultAccessPolicy(reader, identities, DEFAULT_ALLOWED_SCOPES),
-      PROVIDER_BASE_URL: externalProvider || 'http://127.0.0.1',
-    }),
-    { tableName: 'token-vending-local' },
-  );
-  reader.done();
+  const settings = readLocalSettings(env);
+  const { vend, externalProvider, identities, region } = settings;
 
   const stops: Array<() => Promise<void>> = [];
   const stop = async () => {
     for (const fn of stops.reverse()) await fn().catch(() => undefined);
   };
   try {
-    let dynamodbEndpoint = env.DYNAMODB_ENDPOINT;
+    let dynamodbEndpoint = settings.dynamodbEndpoint;
     if (!dynamodbEndpoint) {
       const ddb = await startDynamoDbLocal();
       stops.push(() => ddb.stop());
@@ -102,7 +95,7 @@ export async function startLocalStack(
       maxAttempts: 2,
     });
     stops.push(async () => client.destroy());
-    await ensureTable(client, settings.tableName);
+    await ensureTable(client, vend.tableName);
 
     let simulator: ProviderSimulator | undefined;
     if (!externalProvider) {
@@ -110,46 +103,80 @@ export async function startLocalStack(
       const sim = simulator;
       stops.push(() => sim.close());
     }
-    const providerUrl = externalProvider || (simulator as ProviderSimulator).url;
+    const providerUrl = externalProvider?.baseUrl ?? (simulator as ProviderSimulator).url;
     const credentials = new StaticCredentials(
       externalProvider
-        ? {
-            key: env.PROVIDER_KEY as string,
-            secret: env.PROVIDER_SECRET as string,
-            version: 'local',
-          }
+        ? { key: externalProvider.key, secret: externalProvider.secret, version: 'local' }
         : { ...DEMO_PROVIDER_CREDENTIALS, version: 'local' },
     );
     const logger = options.logger ?? new Logger({ serviceName: 'token-vending-local' });
+    const sealingKey = newSealingKey();
+    const store = new DynamoDbTokenStore(client, vend.tableName);
     const runtime = createVendRuntime({
-      store: new DynamoDbTokenStore(client, settings.tableName),
-      sealer: new AesGcmSealer(),
+      store,
+      sealer: new AesGcmSealer(sealingKey),
       credentials,
-      provider: { baseUrl: providerUrl, unscopedScopeMode: settings.unscopedScopeMode },
-      policy: settings.policy,
-      tokenConfig: { refreshAheadSeconds: settings.refreshAheadSeconds },
+      provider: { baseUrl: providerUrl, unscopedScopeMode: vend.unscopedScopeMode },
+      policy: vend.policy,
+      tokenConfig: { refreshAheadSeconds: vend.refreshAheadSeconds },
       logger,
     });
-    const url = await startLocalFunctionUrl({ handler: runtime.app, identities, region, port });
+    const url = await startLocalFunctionUrl({
+      handler: runtime.app,
+      identities,
+      region,
+      port: settings.port,
+    });
     stops.push(() => url.close());
 
+    // The refresh schedule of SPEC section 2, on this stack's own timer.
+    const refresh = startRefreshTimer(
+      {
+        run: () =>
+          runScheduledRefresh(
+            { tokens: runtime.tokens, store, clock: systemClock, logger },
+            {
+              inUseWindowSeconds: settings.inUseWindowSeconds,
+              dueWithinSeconds: 2 * settings.refreshIntervalSeconds,
+              scopes: vend.policy.scopes,
+            },
+          ),
+        logger,
+        ...(options.timers ? { timers: options.timers } : {}),
+      },
+      settings.refreshIntervalSeconds,
+    );
+    stops.push(() => refresh.stop());
+
+    const stackFile = options.stackFile === undefined ? DEFAULT_STACK_FILE : options.stackFile;
+    const sealingKeyFile =
+      stackFile === null ? undefined : resolve(dirname(stackFile), SEALING_KEY_FILE_NAME);
     const info: StackInfo = {
       functionUrl: url.url,
       region,
       providerUrl,
       providerSimulated: simulator !== undefined,
       dynamodbEndpoint,
-      tableName: settings.tableName,
-      unscopedScopeMode: settings.unscopedScopeMode,
-      scopes: [...settings.policy.scopes],
+      tableName: vend.tableName,
+      unscopedScopeMode: vend.unscopedScopeMode,
+      scopes: [...vend.policy.scopes],
       identity: identities[0] as LocalIdentity,
+      ...(sealingKeyFile === undefined ? {} : { sealingKeyFile }),
+      localSecretsDir: resolve(settings.localSecretsDir),
+      keyIssuing: settings.keyIssuing,
+      refreshAheadSeconds: vend.refreshAheadSeconds,
+      refreshIntervalSeconds: settings.refreshIntervalSeconds,
+      inUseWindowSeconds: settings.inUseWindowSeconds,
     };
-    const stackFile = options.stackFile === undefined ? DEFAULT_STACK_FILE : options.stackFile;
-    if (stackFile !== null) {
+    if (stackFile !== null && sealingKeyFile !== undefined) {
       await mkdir(dirname(stackFile), { recursive: true });
+      // On stop the stack file goes before the key; on start the key is written
+      // first: whoever finds the stack file finds the key it names.
+      stops.unshift(() => rm(stackFile, { force: true }));
+      stops.unshift(() => rm(sealingKeyFile, { force: true }));
+      await writeSealingKey(sealingKeyFile, sealingKey);
       await writeFile(stackFile, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
       await chmod(stackFile, 0o600);
-      stops.unshift(() => rm(stackFile, { force: true }));
     }
     return { info, runtime, ...(simulator ? { simulator } : {}), stop };
   } catch (error) {

@@ -12,10 +12,12 @@ try {
     `DynamoDB:                   ${info.dynamodbEndpoint}  table ${info.tableName}`,
     `Demo identity:              ${info.identity.arn}`,
     `                            access key ${info.identity.accessKeyId}${info.identity.sessionToken === undefined ? '' : ' (temporary: send its session token as X-Amz-Security-Token)'}`,
-    `Stack file:                 ${DEFAULT_STACK_FILE}`,
+    `Stack file:                 ${DEFAULT_STACK_FILE}  (sealing key beside it, mode 0600)`,
+    `Scheduled refresh:          every ${info.refreshIntervalSeconds} s`,
     '',
     'Try:',
     `  ${curlCommand(info)}`,
+    `  npm run admin -- '{"action":"status"}'`,
     '',
     'Serving until Ctrl-C.',
   ];

@@ -72,8 +72,35 @@ class VersionedSecretsProvider extends SecretsProvider {
 /** After a failed re-read, the cached value is used this long before trying again. */
 const FAILED_READ_BACKOFF_MS = 30_000;
 
-export class CredentialsSecretError extends Error {
+/**
+ * The secret's content is unusable (not `{"key","secret"}`, no SecretString,
+ * a key the provider cannot take). A kind of unavailability: the core serves
+ * what it can without the secret and answers 503 otherwise, never 500.
+ * Messages never quote the content.
+ */
+export class CredentialsSecretError extends CredentialsUnavailableError {
   override name = 'CredentialsSecretError';
+}
+
+/** The credentials in a raw value as VersionedSecretsProvider caches it. */
+function parseSecret(raw: string | undefined): ProviderCredentials {
+  if (raw === undefined)
+    throw new CredentialsSecretError('The credentials secret has no SecretString.');
+  const { value, version } = JSON.parse(raw) as { value: string; version: string };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw new CredentialsSecretError('The credentials secret is not JSON {"key","secret"}.');
+  }
+  const result = v.safeParse(SecretSchema, parsed);
+  if (!result.success) {
+    throw new CredentialsSecretError('The credentials secret is not JSON {"key","secret"}.');
+  }
+  const keyProblem = providerKeyProblem(result.output.key);
+  if (keyProblem)
+    throw new CredentialsSecretError(`The credentials secret is unusable: ${keyProblem}.`);
+  return { ...result.output, version };
 }
 
 /**
@@ -147,26 +174,24 @@ export class SecretsManagerCredentials implements CredentialsSource {
         cause: error,
       });
     }
-    if (raw === undefined)
-      throw new CredentialsSecretError('The credentials secret has no SecretString.');
-    if (raw === this.#lastRaw && this.#last) return this.#last;
-    const { value, version } = JSON.parse(raw) as { value: string; version: string };
-    let parsed: unknown;
+    if (raw !== undefined && raw === this.#lastRaw && this.#last) return this.#last;
+    let credentials: ProviderCredentials;
     try {
-      parsed = JSON.parse(value);
-    } catch {
-      throw new CredentialsSecretError('The credentials secret is not JSON {"key","secret"}.');
+      credentials = parseSecret(raw);
+    } catch (error) {
+      // A rotation that wrote something unusable must not take the service
+      // down: keep the last good value for plain reads, like an outage.
+      if (!(error instanceof CredentialsSecretError) || !this.#last || forced) throw error;
+      this.#logger.error('credentials secret is unusable; using the cached value', {
+        error: error.message,
+      });
+      this.#noReadBeforeMs = this.#now() + FAILED_READ_BACKOFF_MS;
+      return this.#last;
     }
-    const result = v.safeParse(SecretSchema, parsed);
-    if (!result.success) {
-      throw new CredentialsSecretError('The credentials secret is not JSON {"key","secret"}.');
-    }
-    const keyProblem = providerKeyProblem(result.output.key);
-    if (keyProblem)
-      throw new CredentialsSecretError(`The credentials secret is unusable: ${keyProblem}.`);
-    const credentials = { ...result.output, version };
-    if (this.#last && this.#last.version !== version) {
-      this.#logger.info('credentials secret has a new version', { credentialsVersion: version });
+    if (this.#last && this.#last.version !== credentials.version) {
+      this.#logger.info('credentials secret has a new version', {
+        credentialsVersion: credentials.version,
+      });
     }
     this.#last = credentials;
     this.#lastRaw = raw;

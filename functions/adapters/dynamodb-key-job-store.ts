@@ -3,7 +3,6 @@ import {
   ConditionalCheckFailedException,
   type DynamoDBClient,
   GetItemCommand,
-  ScanCommand,
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
@@ -15,6 +14,7 @@ import type {
   KeyJobStore,
   SealedEncoding,
 } from '../issue-keys/ports.js';
+import { scanByPrefix } from './dynamodb-scan.js';
 
 type Item = Record<string, AttributeValue>;
 
@@ -255,24 +255,10 @@ export class DynamoDbKeyJobStore implements KeyJobStore {
   }
 
   async list(): Promise<KeyJobRecord[]> {
-    const records: KeyJobRecord[] = [];
-    let start: Item | undefined;
-    do {
-      const page = await this.#send('Scan', () =>
-        this.#client.send(
-          new ScanCommand({
-            TableName: this.#table,
-            ConsistentRead: true,
-            FilterExpression: 'begins_with(pk, :prefix)',
-            ExpressionAttributeValues: { ':prefix': { S: 'KEYS#' } },
-            ExclusiveStartKey: start,
-          }),
-        ),
-      );
-      for (const item of page.Items ?? []) records.push(keyJobFromItem(item));
-      start = page.LastEvaluatedKey;
-    } while (start);
-    return records;
+    const items = await scanByPrefix(this.#client, this.#table, 'KEYS#', (call) =>
+      this.#send('Scan', call),
+    );
+    return items.map((item) => keyJobFromItem(item));
   }
 
   /** An UpdateItem that requires `owner` to hold the lease. */

@@ -4,11 +4,11 @@ import {
   DeleteItemCommand,
   type DynamoDBClient,
   GetItemCommand,
-  ScanCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { StoreUnavailableError } from '../core/errors.js';
 import type { RefreshFailure, StoredItem, TokenStore } from '../core/ports.js';
+import { scanByPrefix } from './dynamodb-scan.js';
 
 type Item = Record<string, AttributeValue>;
 
@@ -232,24 +232,10 @@ export class DynamoDbTokenStore implements TokenStore {
   }
 
   async list(): Promise<StoredItem[]> {
-    const items: StoredItem[] = [];
-    let start: Item | undefined;
-    do {
-      const page = await this.#send('Scan', () =>
-        this.#client.send(
-          new ScanCommand({
-            TableName: this.#table,
-            ConsistentRead: true,
-            FilterExpression: 'begins_with(pk, :prefix)',
-            ExpressionAttributeValues: { ':prefix': { S: 'TOKEN#' } },
-            ExclusiveStartKey: start,
-          }),
-        ),
-      );
-      for (const item of page.Items ?? []) items.push(fromItem(item));
-      start = page.LastEvaluatedKey;
-    } while (start);
-    return items;
+    const items = await scanByPrefix(this.#client, this.#table, 'TOKEN#', (call) =>
+      this.#send('Scan', call),
+    );
+    return items.map((item) => fromItem(item));
   }
 
   async #conditional(operation: string, call: () => Promise<unknown>): Promise<boolean> {

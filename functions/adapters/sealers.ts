@@ -42,8 +42,9 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
 /**
- * AES-256-GCM with a key held only in memory (the local stack makes one per
- * start). Layout: version byte, IV, tag, ciphertext; the context is the AAD.
+ * AES-256-GCM under a 32-byte key the caller supplies (the local stack makes
+ * one per start and shares it with `npm run admin` through a 0600 file).
+ * Layout: version byte, IV, tag, ciphertext; the context is the AAD.
  */
 export class AesGcmSealer implements Sealer {
   readonly #key: Buffer;

@@ -1,6 +1,7 @@
 import { scopeLabel } from '../core/item-keys.js';
 import type { StoredItem } from '../core/ports.js';
 import type { KeyJobRecord } from '../issue-keys/ports.js';
+import { isInUse } from '../refresh/in-use.js';
 
 /** One cached scope as `status` shows it: times in epoch seconds; never the token. */
 export interface TokenStatus {
@@ -61,7 +62,7 @@ export function tokenStatus(
     lease: leaseHeld
       ? { held: true, owner: item.leaseOwner, until: Math.floor((item.leaseUntil ?? 0) / 1000) }
       : { held: false },
-    in_use: item.lastUsedAt !== undefined && now - item.lastUsedAt <= inUseWindowSeconds,
+    in_use: isInUse(item, now, inUseWindowSeconds),
     last_used_at: item.lastUsedAt,
     last_failure: item.failure
       ? { at: Math.floor(item.failure.atMs / 1000), code: item.failure.code }

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { AccessDeniedError, ConfigError } from './errors.js';
+import { UNSCOPED_LABEL } from './item-keys.js';
 
 /** SPEC section 3: the syntax of a business application id used as a scope. */
 export const SCOPE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
@@ -88,6 +89,18 @@ function unlistedScopes(raw: unknown): string[] {
   return problems;
 }
 
+/**
+ * Admin events and reports name the unscoped token `unscoped`, so a business
+ * application of that name could not be told apart: refused at start.
+ */
+function reservedScopes(raw: unknown): string[] {
+  const scopes =
+    typeof raw === 'object' && raw !== null ? (raw as { scopes?: unknown }).scopes : [];
+  return Array.isArray(scopes) && scopes.includes(UNSCOPED_LABEL)
+    ? [`scopes: "${UNSCOPED_LABEL}" is reserved for the unscoped token in admin events and reports`]
+    : [];
+}
+
 interface Grant {
   readonly principal: string;
   readonly parsed: ParsedArn;
@@ -135,6 +148,7 @@ export class AccessPolicy {
     const problems = [
       ...(result.issues ?? []).map((i) => `${v.getDotPath(i) ?? '(root)'}: ${i.message}`),
       ...unlistedScopes(raw),
+      ...reservedScopes(raw),
     ];
     if (!result.success || problems.length > 0) {
       throw new ConfigError(`${source} is invalid: ${problems.join('; ')}`);

@@ -7,6 +7,7 @@ import {
   VendError,
 } from './errors.js';
 import type { ProviderCredentials } from './ports.js';
+import { readLimited } from './read-limited.js';
 
 /** How the provider wants an unscoped token requested (its document leaves it open). */
 export type UnscopedScopeMode = 'omit' | 'empty';
@@ -102,6 +103,12 @@ const TokenResponseSchema = v.object({
   created_at: v.optional(v.pipe(v.number(), v.finite())),
 });
 
+/**
+ * Largest token response read: a few hundred bytes are normal; 16 KiB holds
+ * the longest access_token accepted (8192 characters) with room to spare.
+ */
+export const MAX_TOKEN_RESPONSE_BYTES = 16 * 1024;
+
 /** Longest Retry-After passed on to our callers, in seconds. */
 const MAX_RETRY_AFTER_TO_CALLERS = 60;
 
@@ -132,13 +139,17 @@ export async function parseTokenResponse(
     }
     throw new UpstreamError(`The provider answered HTTP ${response.status}.`);
   }
-  let text: string;
+  let bytes: Uint8Array | undefined;
   try {
-    text = await response.text();
+    bytes = await readLimited(response, MAX_TOKEN_RESPONSE_BYTES);
   } catch (error) {
     // The body stalled past the timeout or the connection dropped: retryable, not malformed.
     throw new UpstreamUnavailableError(describeNetworkError(error), 5, { cause: error });
   }
+  if (bytes === undefined) {
+    throw new UpstreamError(`The token response is larger than ${MAX_TOKEN_RESPONSE_BYTES} bytes.`);
+  }
+  const text = new TextDecoder().decode(bytes);
   let json: unknown;
   try {
     json = JSON.parse(text);

@@ -45,6 +45,16 @@ const isRevoked = (token: Token, revoked: string | undefined): boolean =>
   revoked !== undefined && fingerprint(token.accessToken) === revoked;
 
 /**
+ * What a lookup found: the result for whoever shares it, and, when this
+ * lookup won the lease while a servable token existed, the refresh under way
+ * that only the caller who started it waits for.
+ */
+interface Lookup {
+  readonly result: VendResult;
+  readonly refreshing?: Promise<VendResult>;
+}
+
+/**
  * What one read of an item offers a caller, after the version check: the
  * single place that decides which stored token may be served and whether it
  * may be replaced.
@@ -74,7 +84,7 @@ interface ItemView {
 export class TokenService {
   readonly #deps: TokenServiceDeps;
   readonly #l1: MemoryTokenCache;
-  readonly #flights = new SingleFlight<VendResult>();
+  readonly #flights = new SingleFlight<Lookup>();
   readonly #refreshAhead: number;
   readonly #leaseMs: number;
   readonly #maxWaitMs: number;
@@ -111,7 +121,8 @@ export class TokenService {
   async getToken(scope: string | undefined, minTtl: number, revoked?: string): Promise<VendResult> {
     const key = tokenKey(scope);
     const result = await this.#getToken(key, scope, minTtl, revoked);
-    await this.#noteUse(key);
+    // No mark while DynamoDB fails: it would only add a timeout to the vend.
+    if (!result.outcome.degraded) await this.#noteUse(key);
     return result;
   }
 
@@ -129,13 +140,16 @@ export class TokenService {
         return { token: cached, outcome: outcome('l1') };
       }
       const lookup = () => this.#lookup(key, scope, minTtl, credentials, revoked);
-      if (joins >= MAX_FLIGHT_JOINS) return lookup();
+      if (joins >= MAX_FLIGHT_JOINS) {
+        const own = await lookup();
+        return own.refreshing ?? own.result;
+      }
       const flight = this.#flights.run(key, lookup);
-      const result = await flight.promise;
-      if (
-        !flight.joined ||
-        (isServable(result.token, minTtl, this.#now()) && !isRevoked(result.token, revoked))
-      ) {
+      const { result, refreshing } = await flight.promise;
+      // The caller that started the lookup waits for its own refresh; the
+      // callers that joined it keep receiving the current token meanwhile.
+      if (!flight.joined) return refreshing ?? result;
+      if (isServable(result.token, minTtl, this.#now()) && !isRevoked(result.token, revoked)) {
         return result;
       }
       joins++;
@@ -219,12 +233,12 @@ export class TokenService {
     minTtl: number,
     credentials: ProviderCredentials | undefined,
     revoked: string | undefined,
-  ): Promise<VendResult> {
+  ): Promise<Lookup> {
     try {
       return await this.#fromShared(key, scope, minTtl, credentials, revoked);
     } catch (error) {
       if (error instanceof StoreUnavailableError) {
-        return this.#degraded(key, scope, minTtl, credentials, error, revoked);
+        return { result: await this.#degraded(key, scope, minTtl, credentials, error, revoked) };
       }
       throw error;
     }
@@ -236,7 +250,7 @@ export class TokenService {
     minTtl: number,
     known: ProviderCredentials | undefined,
     revoked: string | undefined,
-  ): Promise<VendResult> {
+  ): Promise<Lookup> {
     const item = await this.#deps.store.get(key);
     const view = await this.#view(item, known);
     // A token the caller reports as revoked is treated as absent: replaced under the lease.
@@ -248,23 +262,29 @@ export class TokenService {
       this.#fresh(token, minTtl, view.credentials)
     ) {
       this.#l1.set(key, token, this.#now());
-      return { token, outcome: outcome('l2') };
+      return { result: { token, outcome: outcome('l2') } };
     }
     const servable = token && isServable(token, minTtl, this.#now()) ? token : undefined;
-    if (!view.canReplace || !view.credentials) return this.#serveUnverified(scope, servable);
+    const current = servable && { result: { token: servable, outcome: outcome('l2') } };
+    if (!view.canReplace || !view.credentials) {
+      return { result: this.#serveUnverified(scope, servable) };
+    }
     const nowMs = this.#deps.clock.now();
     const backOff = backingOff(item?.failure, nowMs, this.#failureBackoffMs);
     if (backOff) {
       // A refresh failed moments ago: keep serving what we have, or fail fast alike.
-      if (servable) return { token: servable, outcome: outcome('l2') };
+      if (current) return current;
       throw backOff;
     }
     if (await this.#tryLease(key, nowMs, view.revision)) {
-      return this.#mintUnderLease(key, scope, view.credentials, servable, minTtl);
+      const refreshing = this.#mintUnderLease(key, scope, view.credentials, servable, minTtl);
+      // With a servable token, only this caller waits for the new one (it
+      // never rejects then: a failed refresh falls back to the current token).
+      return current ? { ...current, refreshing } : { result: await refreshing };
     }
     // Another caller refreshes: everyone else keeps receiving the current token.
-    if (servable) return { token: servable, outcome: outcome('l2') };
-    return this.#waitForRefresh(key, scope, minTtl, view.credentials, revoked);
+    if (current) return current;
+    return { result: await this.#waitForRefresh(key, scope, minTtl, view.credentials, revoked) };
   }
 
   /**
@@ -280,18 +300,24 @@ export class TokenService {
   ): Promise<ItemView> {
     const revision = item?.revision ?? null;
     const stored = item?.token;
-    const base = { revision, ...(known ? { credentials: known } : {}) };
-    if (!item || !stored || stored.expiresAt <= this.#now()) {
-      return { ...base, canReplace: known !== undefined };
+    if (!item || !stored) {
+      return {
+        revision,
+        ...(known ? { credentials: known } : {}),
+        canReplace: known !== undefined,
+      };
     }
-    if (!known) return { ...base, ...(await this.#unseal(item)), canReplace: false };
+    // An expired token is never served, but its version still decides who may
+    // replace it: an instance on an older secret must not write over it.
+    const live = async () => (stored.expiresAt > this.#now() ? this.#unseal(item) : {});
+    if (!known) return { revision, ...(await live()), canReplace: false };
     if (stored.credentialsVersion === known.version) {
-      return { ...base, ...(await this.#unseal(item)), canReplace: true };
+      return { revision, credentials: known, ...(await live()), canReplace: true };
     }
     const current = await this.#versions.currentFor(stored.credentialsVersion);
-    if (!current) return { ...base, ...(await this.#unseal(item)), canReplace: false };
+    if (!current) return { revision, credentials: known, ...(await live()), canReplace: false };
     if (current.version === stored.credentialsVersion) {
-      return { revision, credentials: current, ...(await this.#unseal(item)), canReplace: true };
+      return { revision, credentials: current, ...(await live()), canReplace: true };
     }
     this.#deps.count?.('StaleCredentialTokens');
     return { revision, credentials: current, canReplace: true };

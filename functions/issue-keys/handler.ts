@@ -6,7 +6,7 @@ import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { Context } from 'aws-lambda';
 import { TokenVendingClient } from '../../client/index.js';
 import { DynamoDbKeyJobStore } from '../adapters/dynamodb-key-job-store.js';
-import { KmsSealer } from '../adapters/sealers.js';
+import { KmsEnvelopeSealer } from '../adapters/kms-envelope-sealer.js';
 import {
   SecretsManagerKeyVault,
   secretsPrefixProblem,
@@ -39,7 +39,8 @@ const job = createKeyIssuingJob(
       client: new SecretsManagerClient(aws),
       prefix: secretsPrefix,
     }),
-    sealer: new KmsSealer(new KMSClient(aws), kmsKeyId),
+    // Envelope sealing: a key-issuing answer can exceed KMS Encrypt's 4 KiB.
+    sealer: new KmsEnvelopeSealer(new KMSClient(aws), kmsKeyId),
     // Signs with the function's role (the SDK's default chain), which the access
     // policy grants `unscoped`.
     tokens: new TokenVendingClient({ url: settings.vendUrl }),

@@ -3,6 +3,7 @@
  * one function sends the request and returns the raw response, another reads
  * it into issued keys or a KeysEndpointError. Error bodies are never read.
  */
+import { readLimited } from '../core/read-limited.js';
 import { KeysEndpointError } from './errors.js';
 
 /** Secrets Manager holds at most 65 536 bytes of secret value. */
@@ -67,31 +68,6 @@ export function unavailable(error: unknown): KeysEndpointError {
       : 'The keys endpoint could not be reached.',
     { status: 0, retryable: true, cause: error },
   );
-}
-
-/** Reads the body, refusing to buffer more than `limit` bytes. */
-async function readLimited(response: Response, limit: number): Promise<Uint8Array | undefined> {
-  const reader = response.body?.getReader();
-  if (!reader) return new Uint8Array(0);
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => undefined);
-      return undefined;
-    }
-    chunks.push(value);
-  }
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
 }
 
 /**

@@ -4,9 +4,10 @@ import { VendError } from '../core/errors.js';
 import { scopeName as label, scopeOfKey } from '../core/item-keys.js';
 import type { TokenStore } from '../core/ports.js';
 import type { CoreLogger, TokenService } from '../core/token-service.js';
+import { isInUse } from './in-use.js';
 
 export interface ScheduledRefreshConfig {
-  /** A scope vended within this many seconds is in use. Default 3600. */
+  /** A scope vended within this many seconds is in use (see in-use.ts). Default 3600. */
   readonly inUseWindowSeconds: number;
   /**
    * Refresh a token that would enter its refresh-ahead window within this
@@ -91,9 +92,8 @@ export async function runScheduledRefresh(
     const scope = scopeOfKey(item.pk);
     if (scope === null) continue;
     if (scope !== undefined && !config.scopes.has(scope)) report.unconfigured.push(scope);
-    else if (item.lastUsedAt === undefined || now - item.lastUsedAt > config.inUseWindowSeconds) {
-      report.unused.push(label(scope));
-    } else due.push(scope);
+    else if (!isInUse(item, now, config.inUseWindowSeconds)) report.unused.push(label(scope));
+    else due.push(scope);
   }
   const refreshOne = async (scope: string | undefined): Promise<void> => {
     try {

@@ -1,5 +1,4 @@
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DynamoDbKeyJobStore } from '../../functions/adapters/dynamodb-key-job-store.js';
 import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
 import { type AdminDeps, createAdmin } from '../../functions/admin/admin.js';
@@ -9,9 +8,8 @@ import { UpstreamCredentialsRejectedError } from '../../functions/core/errors.js
 import { KeyIssuingFailedError } from '../../functions/issue-keys/errors.js';
 import { forceRefresh } from '../../functions/refresh/force-refresh.js';
 import type { VendRuntime } from '../../functions/vend-token/runtime.js';
-import { type ProviderSimulator, startProviderSimulator } from '../../local/provider-simulator.js';
 import { TestClock } from '../support/clock.js';
-import { createTestTable, dynamoClient } from '../support/dynamodb.js';
+import { useSimulatorAndTable } from '../support/simulator-and-table.js';
 import {
   makeInstance,
   PARTNER_ARN,
@@ -21,29 +19,24 @@ import {
   vend,
 } from '../support/vend-harness.js';
 
-let sim: ProviderSimulator;
-let client: DynamoDBClient;
-let table: string;
-
-beforeAll(async () => {
-  sim = await startProviderSimulator();
-  client = dynamoClient();
-});
-afterAll(async () => {
-  await sim.close();
-  client.destroy();
-});
-beforeEach(async () => {
-  sim.reset();
-  table = await createTestTable(client);
-});
+const shared = useSimulatorAndTable();
 
 function world(overrides: Partial<AdminDeps> = {}) {
   const clock = new TestClock({ virtualSleep: true });
-  const store = new DynamoDbTokenStore(client, table);
-  const jobs = new DynamoDbKeyJobStore(client, table);
-  const vendInstance = makeInstance({ sim, clock, client, table });
-  const adminInstance: VendRuntime = makeInstance({ sim, clock, client, table });
+  const store = new DynamoDbTokenStore(shared.client, shared.table);
+  const jobs = new DynamoDbKeyJobStore(shared.client, shared.table);
+  const vendInstance = makeInstance({
+    sim: shared.sim,
+    clock,
+    client: shared.client,
+    table: shared.table,
+  });
+  const adminInstance: VendRuntime = makeInstance({
+    sim: shared.sim,
+    clock,
+    client: shared.client,
+    table: shared.table,
+  });
   const issued: Array<Record<string, unknown>> = [];
   const admin = createAdmin({
     store,
@@ -89,7 +82,7 @@ describe('admin: status', () => {
     expect(byScope.ba_demo_1).toMatchObject({
       state: 'valid',
       expires_at: scoped.body.expires_at,
-      seconds_left: (scoped.body.expires_in as number) - 100,
+      seconds_left: (scoped.body.expires_at as number) - status.now,
       lease: { held: false },
       in_use: true,
     });
@@ -105,14 +98,17 @@ describe('admin: status', () => {
     ]);
   });
 
-  it('reports a scope not vended within the window as not in use', async () => {
+  it('reports a scope in use while vended within the window or since its token was minted, and not after', async () => {
     const w = world();
     await vend(w.vendInstance, urlEvent({ query: 'scope=ba_demo_1' }));
     w.clock.advance(3601);
+    const stillCachedByACaller = (await w.admin({ action: 'status' })) as StatusReport;
+    await w.admin({ action: 'refresh', scope: 'ba_demo_1' });
 
-    const status = (await w.admin({ action: 'status' })) as StatusReport;
+    const abandoned = (await w.admin({ action: 'status' })) as StatusReport;
 
-    expect(status.tokens[0]).toMatchObject({ scope: 'ba_demo_1', in_use: false });
+    expect(stillCachedByACaller.tokens[0]).toMatchObject({ scope: 'ba_demo_1', in_use: true });
+    expect(abandoned.tokens[0]).toMatchObject({ scope: 'ba_demo_1', in_use: false });
   });
 });
 
@@ -127,8 +123,13 @@ describe('admin: invalidate', () => {
     const afterOne = (await w.admin({ action: 'status' })) as StatusReport;
     const all = await w.admin({ action: 'invalidate', all: true });
     const afterAll = (await w.admin({ action: 'status' })) as StatusReport;
-    const fresh = makeInstance({ sim, clock: w.clock, client, table });
-    const before = sim.stats.tokenRequests;
+    const fresh = makeInstance({
+      sim: shared.sim,
+      clock: w.clock,
+      client: shared.client,
+      table: shared.table,
+    });
+    const before = shared.sim.stats.tokenRequests;
     await vend(fresh, urlEvent({ query: 'scope=ba_demo_1' }));
 
     expect(one).toMatchObject({ invalidated: ['ba_demo_1'] });
@@ -138,7 +139,7 @@ describe('admin: invalidate', () => {
       'unscoped',
     ]);
     expect(afterAll.tokens).toEqual([]);
-    expect(sim.stats.tokenRequests).toBe(before + 1);
+    expect(shared.sim.stats.tokenRequests).toBe(before + 1);
   });
 
   it('invalidates the unscoped token by the name "unscoped"', async () => {
@@ -161,7 +162,7 @@ describe('admin: refresh', () => {
     // Act
     const result = await w.admin({ action: 'refresh', scope: 'ba_demo_1' });
     const other = await vend(
-      makeInstance({ sim, clock: w.clock, client, table }),
+      makeInstance({ sim: shared.sim, clock: w.clock, client: shared.client, table: shared.table }),
       urlEvent({ query: 'scope=ba_demo_1' }),
     );
 
@@ -173,7 +174,7 @@ describe('admin: refresh', () => {
     });
     expect(other.body.expires_at).toBe((first.body.expires_at as number) + 10);
     expect(other.body.access_token).not.toBe(first.body.access_token);
-    expect(sim.stats.tokenRequests).toBe(2);
+    expect(shared.sim.stats.tokenRequests).toBe(2);
   });
 
   it('answers busy while another caller holds the lease, without minting', async () => {
@@ -183,7 +184,7 @@ describe('admin: refresh', () => {
     const result = await w.admin({ action: 'refresh', scope: 'ba_demo_1' });
 
     expect(result).toEqual({ scope: 'ba_demo_1', status: 'busy' });
-    expect(sim.stats.tokenRequests).toBe(0);
+    expect(shared.sim.stats.tokenRequests).toBe(0);
   });
 
   it('refuses a scope outside the access policy: it is never sent upstream', async () => {
@@ -193,7 +194,7 @@ describe('admin: refresh', () => {
 
     expect(error).toBeInstanceOf(AdminError);
     expect(error).toMatchObject({ code: 'invalid_request' });
-    expect(sim.stats.tokenRequests).toBe(0);
+    expect(shared.sim.stats.tokenRequests).toBe(0);
   });
 
   it("passes the vend path's error code on, e.g. upstream_credentials_rejected", async () => {
@@ -270,7 +271,7 @@ describe('admin: bad events', () => {
       expect(message).not.toContain('../x');
       expect(message).not.toContain('drop-table');
       expect(stack).toBe(`AdminError: ${message}`);
-      expect(sim.stats.tokenRequests).toBe(0);
+      expect(shared.sim.stats.tokenRequests).toBe(0);
     },
   );
 });

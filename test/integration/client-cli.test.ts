@@ -1,10 +1,12 @@
 /**
- * `tvm` as people run it: `node bin/tvm.mjs ...` in a child process, against
- * the local stack running in this process, found through `.local/stack.json`
- * in the child's working directory or through TVM_URL and AWS_* variables.
+ * `tvm` as people run it: the client package's built bin, client/dist/tvm.js
+ * (built for this test run), with plain node in a child process, against the
+ * local stack running in this process, found through `.local/stack.json` in the
+ * child's working directory or through TVM_URL and AWS_* variables. Then the
+ * repository's own `bin/tvm.mjs`, which runs that build.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
@@ -13,7 +15,8 @@ import { DEMO_IDENTITY, type LocalIdentity } from '../../local/local-identities.
 import { type LocalStack, startLocalStack } from '../../local/stack.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const TVM = join(ROOT, 'bin/tvm.mjs');
+const TVM = join(ROOT, 'client/dist/tvm.js');
+const SHIM = join(ROOT, 'bin/tvm.mjs');
 
 const DEMO_ROLE_ARN = 'arn:aws:iam::000000000000:role/local-demo';
 
@@ -45,12 +48,15 @@ let sessionStackDir: string;
 let emptyDir: string;
 const runs: Run[] = [];
 
-/** Runs `node bin/tvm.mjs <args>` with only the environment given (no AWS_* of ours). */
-function tvm(args: string[], options: { cwd: string; env?: Record<string, string> }): Promise<Run> {
+/** Runs `node client/dist/tvm.js <args>` (or `bin`) with only the environment given (no AWS_* of ours). */
+function tvm(
+  args: string[],
+  options: { cwd: string; env?: Record<string, string>; bin?: string },
+): Promise<Run> {
   return new Promise((done) => {
     execFile(
       process.execPath,
-      [TVM, ...args],
+      [options.bin ?? TVM, ...args],
       {
         cwd: options.cwd,
         env: {
@@ -232,12 +238,12 @@ describe('tvm token', () => {
 });
 
 describe('tvm admin', () => {
-  it('answers that the local stack has no admin function yet, exit 1', async () => {
+  it('answers not_available outside the project directory (no admin script), exit 1', async () => {
     const run = await tvm(['admin', '{"action":"status"}'], { cwd: stackDir });
 
     expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
-    expect(run.stderr).toMatch(/^tvm: not_available: the local stack has no admin function yet/);
+    expect(run.stderr).toMatch(/^tvm: not_available: no "admin" script in \.\/package\.json/);
   });
 });
 
@@ -252,4 +258,55 @@ describe('help', () => {
       expect(run.stdout).toContain('Exit codes: 0 ok, 1 error');
     },
   );
+});
+
+describe("bin/tvm.mjs, the repository's tvm (npx tvm here)", () => {
+  it('runs the built client: a token from the local stack', async () => {
+    const run = await tvm(['token', '--scope', 'ba_demo_1'], { cwd: stackDir, bin: SHIM });
+
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(run.stdout)).toMatchObject({ token_type: 'Bearer', scope: 'ba_demo_1' });
+  });
+
+  /** A copy of the shim in a repository layout of its own: `bin/tvm.mjs` and `client/`. */
+  async function fakeRepository(name: string): Promise<{ shim: string; client: string }> {
+    const repo = join(emptyDir, name);
+    await mkdir(join(repo, 'bin'), { recursive: true });
+    await mkdir(join(repo, 'client'));
+    const shim = join(repo, 'bin/tvm.mjs');
+    await writeFile(shim, await readFile(SHIM));
+    return { shim, client: join(repo, 'client') };
+  }
+
+  it('says how to build when client/dist is missing, exit 1', async () => {
+    const { shim } = await fakeRepository('unbuilt');
+
+    const run = await tvm(['--help'], { cwd: emptyDir, bin: shim });
+
+    expect(run).toMatchObject({ code: 1, stdout: '' });
+    expect(run.stderr).toBe(
+      'tvm: not_built: client/dist is missing (install scripts did not run?): run npm run build -w client\n',
+    );
+  });
+
+  it('warns when a client source changed after the build, and runs the build', async () => {
+    const { shim, client } = await fakeRepository('stale');
+    await mkdir(join(client, 'dist'));
+    await writeFile(
+      join(client, 'dist/cli.js'),
+      "export const main = async (argv) => { console.log('built', ...argv); return 0; };\n",
+    );
+    await writeFile(join(client, 'cli.ts'), '');
+    const past = new Date(Date.now() - 60_000);
+    await utimes(join(client, 'dist/cli.js'), past, past);
+
+    const run = await tvm(['token'], { cwd: emptyDir, bin: shim });
+
+    expect(run).toEqual({
+      code: 0,
+      stdout: 'built token\n',
+      stderr:
+        'tvm: warning: client/*.ts changed after client/dist was built: run npm run build -w client\n',
+    });
+  });
 });

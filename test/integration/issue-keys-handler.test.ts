@@ -4,13 +4,12 @@
  * the local Function URL (the handler's client signs with the environment's
  * AWS keys, as the function's role would), mocks only for Secrets Manager and KMS.
  */
-import { DecryptCommand, EncryptCommand, KMSClient } from '@aws-sdk/client-kms';
+import { DecryptCommand, GenerateDataKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { Context } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, inject, it, vi } from 'vitest';
 import { DynamoDbKeyJobStore } from '../../functions/adapters/dynamodb-key-job-store.js';
-import { AesGcmSealer } from '../../functions/adapters/sealers.js';
 import type {
   InvalidKeyIssuingRequestError,
   KeyIssuingFailedError,
@@ -19,12 +18,12 @@ import { type LocalFunctionUrl, startLocalFunctionUrl } from '../../local/functi
 import { type ProviderSimulator, startProviderSimulator } from '../../local/provider-simulator.js';
 import { TestClock } from '../support/clock.js';
 import { createTestTable, dynamoClient } from '../support/dynamodb.js';
+import { fakeKms } from '../support/fake-kms.js';
 import { FakeSecretsManager, KEY_ISSUER } from '../support/key-job-harness.js';
 import { makeInstance } from '../support/vend-harness.js';
 
 const sm = mockClient(SecretsManagerClient);
 const kms = mockClient(KMSClient);
-const kmsKey = new AesGcmSealer();
 let secrets: FakeSecretsManager;
 let sim: ProviderSimulator;
 let url: LocalFunctionUrl;
@@ -53,15 +52,7 @@ beforeEach(() => {
   sm.reset();
   kms.reset();
   secrets = new FakeSecretsManager(sm);
-  kms.on(EncryptCommand).callsFake(async (input) => ({
-    CiphertextBlob: await kmsKey.seal(
-      Buffer.from(input.Plaintext).toString('utf8'),
-      input.EncryptionContext.pk,
-    ),
-  }));
-  kms.on(DecryptCommand).callsFake(async (input) => ({
-    Plaintext: Buffer.from(await kmsKey.unseal(input.CiphertextBlob, input.EncryptionContext.pk)),
-  }));
+  fakeKms(kms);
   for (const name of ['AWS_SESSION_TOKEN', 'AWS_PROFILE', 'KEY_ISSUE_REQUEST_BODY']) {
     delete process.env[name];
   }
@@ -85,7 +76,7 @@ afterEach(() => {
   process.env = { ...saved };
 });
 
-it('a scheduled run issues the configured ids, sealing with KMS under the record key', async () => {
+it('a scheduled run issues the configured ids, sealing with a KMS data key under the record key', async () => {
   // Prepare
   const { handler } = await import('../../functions/issue-keys/handler.js');
 
@@ -100,7 +91,7 @@ it('a scheduled run issues the configured ids, sealing with KMS under the record
     'token-vending/basic-auth/ba_demo_1',
     'token-vending/basic-auth/ba_demo_2',
   ]);
-  expect(kms.commandCalls(EncryptCommand)[0]?.args[0].input).toMatchObject({
+  expect(kms.commandCalls(GenerateDataKeyCommand)[0]?.args[0].input).toMatchObject({
     KeyId: 'alias/token-vending',
     EncryptionContext: { pk: 'KEYS#ba_demo_1' },
   });

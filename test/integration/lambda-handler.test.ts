@@ -122,6 +122,21 @@ describe('vend-token Lambda handler', () => {
       );
     });
 
+    it('treats a secret whose content is unusable (a broken rotation) the same way: 503, not 500', async () => {
+      const client = dynamoClient();
+      process.env.TABLE_NAME = await createTestTable(client);
+      client.destroy();
+      sm.reset();
+      sm.on(GetSecretValueCommand).resolves({ SecretString: '{"key":', VersionId: 'version-2' });
+      const { handler } = await import('../../functions/vend-token/handler.js');
+
+      const result = await handler(urlEvent({ query: 'scope=ba_demo_1' }), context);
+
+      const answer = result as { statusCode: number; body: string };
+      expect(answer.statusCode).toBe(503);
+      expect(JSON.parse(answer.body).code).toBe('upstream_unavailable');
+    });
+
     it('answers 503 upstream_unavailable with Retry-After when nothing is servable', async () => {
       // Prepare: an empty table
       const client = dynamoClient();

@@ -1,9 +1,7 @@
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
-import { type ProviderSimulator, startProviderSimulator } from '../../local/provider-simulator.js';
 import { TestClock } from '../support/clock.js';
-import { createTestTable, dynamoClient } from '../support/dynamodb.js';
+import { useSimulatorAndTable } from '../support/simulator-and-table.js';
 import {
   demoCredentials,
   makeInstance,
@@ -16,21 +14,10 @@ import {
 // older secret version is never served, on any path: not while another
 // instance holds the lease, and not while a failed refresh backs off.
 
-let sim: ProviderSimulator;
-let client: DynamoDBClient;
+const shared = useSimulatorAndTable();
 let store: DynamoDbTokenStore;
-
-beforeAll(async () => {
-  sim = await startProviderSimulator();
-  client = dynamoClient();
-});
-afterAll(async () => {
-  await sim.close();
-  client.destroy();
-});
-beforeEach(async () => {
-  sim.reset();
-  store = new DynamoDbTokenStore(client, await createTestTable(client));
+beforeEach(() => {
+  store = new DynamoDbTokenStore(shared.client, shared.table);
 });
 
 const PK = 'TOKEN#ba_demo_1';
@@ -66,7 +53,7 @@ const stale = [
 describe.each(stale)('%s', (_label, kind) => {
   const ask = async (clock: TestClock) => {
     const instance = makeInstance({
-      sim,
+      sim: shared.sim,
       clock,
       store,
       credentials: demoCredentials('v1'),
@@ -87,7 +74,7 @@ describe.each(stale)('%s', (_label, kind) => {
     expect(result.status).toBe(503);
     expect(result.body.code).toBe('upstream_unavailable');
     expect(JSON.stringify(result.body)).not.toContain(STALE);
-    expect(sim.stats.tokenRequests).toBe(0);
+    expect(shared.sim.stats.tokenRequests).toBe(0);
   });
 
   it('is not served while a failed refresh backs off: the caller gets the failure', async () => {
@@ -104,6 +91,6 @@ describe.each(stale)('%s', (_label, kind) => {
     expect(result.status).toBe(503);
     expect(result.body.code).toBe('upstream_unavailable');
     expect(JSON.stringify(result.body)).not.toContain(STALE);
-    expect(sim.stats.tokenRequests).toBe(0);
+    expect(shared.sim.stats.tokenRequests).toBe(0);
   });
 });

@@ -1,30 +1,14 @@
-import { type AttributeValue, type DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type AttributeValue, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { describe, expect, it } from 'vitest';
 import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
-import { type ProviderSimulator, startProviderSimulator } from '../../local/provider-simulator.js';
 import { TestClock } from '../support/clock.js';
-import { createTestTable, dynamoClient } from '../support/dynamodb.js';
+import { useSimulatorAndTable } from '../support/simulator-and-table.js';
 import { makeInstance, SHARED_SEALER, urlEvent, vend } from '../support/vend-harness.js';
 
 // An item the core cannot use as a token (an older schema, a hand edit) must
 // be replaced by the next refresh, never wedge its scope until TTL deletes it.
 
-let sim: ProviderSimulator;
-let client: DynamoDBClient;
-let table: string;
-
-beforeAll(async () => {
-  sim = await startProviderSimulator();
-  client = dynamoClient();
-});
-afterAll(async () => {
-  await sim.close();
-  client.destroy();
-});
-beforeEach(async () => {
-  sim.reset();
-  table = await createTestTable(client);
-});
+const shared = useSimulatorAndTable();
 
 const PK = 'TOKEN#ba_demo_1';
 const scoped = urlEvent({ query: 'scope=ba_demo_1' });
@@ -82,29 +66,39 @@ describe('no item may wedge its scope', () => {
   ])('an item with %s is replaced at once by the next vend', async (_label, edit) => {
     // Prepare
     const clock = new TestClock({ virtualSleep: true });
-    await client.send(new PutItemCommand({ TableName: table, Item: edit(await complete(clock)) }));
+    await shared.client.send(
+      new PutItemCommand({ TableName: shared.table, Item: edit(await complete(clock)) }),
+    );
     const started = clock.now();
 
     // Act
-    const result = await vend(makeInstance({ sim, clock, client, table }), scoped);
+    const result = await vend(
+      makeInstance({ sim: shared.sim, clock, client: shared.client, table: shared.table }),
+      scoped,
+    );
 
     // Assess
     expect(result.status).toBe(200);
     expect(result.body.access_token).not.toBe('tok-hand-edited');
-    expect(sim.stats.tokenRequests).toBe(1);
+    expect(shared.sim.stats.tokenRequests).toBe(1);
     expect(clock.now() - started).toBeLessThan(1000); // no lease wait
-    const item = await new DynamoDbTokenStore(client, table).get(PK);
+    const item = await new DynamoDbTokenStore(shared.client, shared.table).get(PK);
     expect(item?.token?.credentialsVersion).toBe('v1');
     expect(item?.leaseOwner).toBeUndefined();
   });
 
   it('a complete item is still served, not replaced', async () => {
     const clock = new TestClock({ virtualSleep: true });
-    await client.send(new PutItemCommand({ TableName: table, Item: await complete(clock) }));
+    await shared.client.send(
+      new PutItemCommand({ TableName: shared.table, Item: await complete(clock) }),
+    );
 
-    const result = await vend(makeInstance({ sim, clock, client, table }), scoped);
+    const result = await vend(
+      makeInstance({ sim: shared.sim, clock, client: shared.client, table: shared.table }),
+      scoped,
+    );
 
     expect(result.body.access_token).toBe('tok-hand-edited');
-    expect(sim.stats.tokenRequests).toBe(0);
+    expect(shared.sim.stats.tokenRequests).toBe(0);
   });
 });

@@ -8,13 +8,19 @@ import type { Clock } from '../../functions/core/clock.js';
 export class TestClock implements Clock {
   #offsetMs = 0;
   readonly #virtualSleep: boolean;
+  readonly #frozenAt: number | undefined;
 
-  constructor(options: { virtualSleep?: boolean } = {}) {
+  /**
+   * `frozenAt` (epoch ms): time stands still but for `advance` and virtual
+   * sleeps, so assertions on whole seconds never straddle a real second.
+   */
+  constructor(options: { virtualSleep?: boolean; frozenAt?: number } = {}) {
     this.#virtualSleep = options.virtualSleep ?? false;
+    this.#frozenAt = options.frozenAt;
   }
 
   now(): number {
-    return Date.now() + this.#offsetMs;
+    return (this.#frozenAt ?? Date.now()) + this.#offsetMs;
   }
 
   async sleep(ms: number): Promise<void> {

@@ -36,7 +36,7 @@ export function fakeProvider(expiresIn = 7200) {
 }
 
 export function setup(options: { config?: TokenServiceConfig; expiresIn?: number } = {}) {
-  const clock = new TestClock({ virtualSleep: true });
+  const clock = new TestClock({ virtualSleep: true, frozenAt: 1_800_000_000_500 });
   const store = new MemoryTokenStore();
   const sealer = new AesGcmSealer();
   const credentials = new StaticCredentials(CREDS);

@@ -523,3 +523,11 @@ describe('AccessPolicy.authorize', () => {
     expect((error as Error).message).not.toContain('<script>');
   });
 });
+
+describe('the reserved scope name', () => {
+  it('refuses a scope named "unscoped": admin events and reports use that name for the unscoped token', () => {
+    expect(() =>
+      AccessPolicy.parse(JSON.stringify({ scopes: ['ba_1', 'unscoped'], grants: [] })),
+    ).toThrow(/scopes: "unscoped" is reserved/);
+  });
+});

@@ -55,6 +55,8 @@ let stackDir: string;
 let brokenStackDir: string;
 let sessionStackDir: string;
 let badSessionStackDir: string;
+/** Has a stack file; its package.json is written by the test that uses it. */
+let projectDir: string;
 const SESSION_TOKEN = 'stackFileSessionToken/EXAMPLE+0123==';
 
 beforeAll(async () => {
@@ -75,6 +77,9 @@ beforeAll(async () => {
   badSessionStackDir = join(root, 'bad-session');
   await mkdir(join(badSessionStackDir, '.local'), { recursive: true });
   await writeFile(join(badSessionStackDir, '.local/stack.json'), withToken(42));
+  projectDir = join(root, 'project');
+  await mkdir(join(projectDir, '.local'), { recursive: true });
+  await writeFile(join(projectDir, '.local/stack.json'), JSON.stringify(STACK));
   return () => rm(root, { recursive: true, force: true });
 });
 
@@ -352,11 +357,41 @@ describe('tvm admin', () => {
   const payload = (value: unknown) =>
     new TextEncoder().encode(JSON.stringify(value)) as InvokeCommandOutput['Payload'];
 
-  it('answers not_available against the local stack and exits 1', async () => {
+  it('answers not_available where ./package.json has no admin script, and exits 1', async () => {
     const run = await tvm(['admin', '{"action":"status"}'], { cwd: stackDir });
 
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/^tvm: not_available: the local stack has no admin function yet/);
+    expect(run.stderr).toBe(
+      'tvm: not_available: no "admin" script in ./package.json: run tvm admin in the token ' +
+        'vending project directory (where npm start runs), or pass --function NAME\n',
+    );
+    expect(lambda).not.toHaveReceivedCommand(InvokeCommand);
+  });
+
+  it('runs npm run admin in the project directory, passing its output and exit code through', async () => {
+    // A stand-in for the project's admin script: echoes its argument and an
+    // environment variable, writes to stderr and exits 3.
+    await writeFile(
+      join(projectDir, 'package.json'),
+      JSON.stringify({
+        name: 'stand-in',
+        scripts: {
+          admin:
+            'node -e "process.stdout.write(JSON.stringify({argv: process.argv.slice(1), marker: process.env.MARKER})); process.stderr.write(\'admin: busy: stand-in\\n\'); process.exit(3)"',
+        },
+      }),
+    );
+
+    const run = await tvm(['admin', '{"action":"refresh", "scope":"ba_1"}'], {
+      cwd: projectDir,
+      env: { PATH: process.env.PATH ?? '', MARKER: 'from-tvm' },
+    });
+
+    expect(run).toMatchObject({ code: 3, stderr: 'admin: busy: stand-in\n' });
+    expect(JSON.parse(run.stdout)).toEqual({
+      argv: ['{"action":"refresh","scope":"ba_1"}'],
+      marker: 'from-tvm',
+    });
     expect(lambda).not.toHaveReceivedCommand(InvokeCommand);
   });
 

@@ -24,12 +24,16 @@ function specifiers(source: string): string[] {
   return found;
 }
 
+/** The package's sources: not its build (dist/, and a build's .dist-* in progress) nor node_modules. */
 async function clientFiles(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true });
   const files = await Promise.all(
     entries.map((entry) => {
       const path = join(dir, entry.name);
-      if (entry.isDirectory()) return clientFiles(path);
+      if (entry.isDirectory()) {
+        const skipped = ['dist', 'node_modules'].includes(entry.name) || entry.name.startsWith('.');
+        return skipped ? [] : clientFiles(path);
+      }
       return /\.(?:[cm]?ts|[cm]?js)$/.test(entry.name) ? [path] : [];
     }),
   );
@@ -72,4 +76,24 @@ it('no file under client/ imports from outside client/', async () => {
   }
 
   expect(outside).toEqual([]);
+});
+
+it('imports exactly the packages client/package.json declares: its dependencies and the optional Lambda client', async () => {
+  const manifest = JSON.parse(await readFile(join(CLIENT, 'package.json'), 'utf8')) as {
+    dependencies: Record<string, string>;
+    peerDependencies: Record<string, string>;
+  };
+  const imported = new Set<string>();
+  for (const file of await clientFiles(CLIENT)) {
+    for (const specifier of specifiers(await readFile(file, 'utf8'))) {
+      if (specifier.startsWith('.') || specifier.startsWith('node:')) continue;
+      const [scope = '', name = ''] = specifier.split('/');
+      imported.add(scope.startsWith('@') ? `${scope}/${name}` : scope);
+    }
+  }
+
+  expect([...imported].sort()).toEqual(
+    [...Object.keys(manifest.dependencies), ...Object.keys(manifest.peerDependencies)].sort(),
+  );
+  expect(Object.keys(manifest.peerDependencies)).toEqual(['@aws-sdk/client-lambda']);
 });

@@ -304,6 +304,42 @@ describe('SecretsManagerCredentials', () => {
   });
 });
 
+describe('a rotation that writes an unusable secret', () => {
+  const broken = { SecretString: '{"key":"pk_live_x",', VersionId: 'ver-2' };
+
+  it('keeps serving the last good value for plain reads and logs an error, never quoting the content', async () => {
+    // Prepare
+    sm.on(GetSecretValueCommand).resolvesOnce(secretValue(V1, 'ver-1')).resolves(broken);
+    const credentials = source();
+    await credentials.get();
+    vi.setSystemTime(START.getTime() + 301_000);
+
+    // Act
+    const plain = await credentials.get();
+    const forced = await credentials.get({ forceRefresh: true }).catch((e: unknown) => e);
+
+    // Assess
+    expect(plain).toEqual({ ...V1, version: 'ver-1' });
+    expect(forced).toBeInstanceOf(CredentialsUnavailableError);
+    expect(logger.error).toHaveBeenCalledWith(
+      'credentials secret is unusable; using the cached value',
+      expect.any(Object),
+    );
+    expect(JSON.stringify(logger.error.mock.calls)).not.toContain('pk_live_x');
+  });
+
+  it('is a kind of unavailability at a cold start (the core then serves L2 or answers 503)', async () => {
+    sm.on(GetSecretValueCommand).resolves(broken);
+
+    const error = await source()
+      .get()
+      .catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(CredentialsSecretError);
+    expect(error).toBeInstanceOf(CredentialsUnavailableError);
+  });
+});
+
 describe('a provider key containing ":" (Basic joins key:secret literally)', () => {
   it('is refused when the secret is loaded, without quoting the key or the secret', async () => {
     // Prepare

@@ -8,6 +8,7 @@ import type { ProviderCredentials } from '../../functions/core/ports.js';
 import {
   MAX_ACCESS_TOKEN_LENGTH,
   MAX_EXPIRES_IN_SECONDS,
+  MAX_TOKEN_RESPONSE_BYTES,
   type ProviderClientConfig,
   type ProviderClientDeps,
   requestToken,
@@ -373,6 +374,42 @@ describe('requestToken: untrusted token responses (stubbed fetch)', () => {
     // Assess
     expect(MAX_EXPIRES_IN_SECONDS).toBe(604_800);
     expect(grant.expiresIn).toBe(MAX_EXPIRES_IN_SECONDS);
+  });
+
+  it('regression: an endless answer is not buffered; past MAX_TOKEN_RESPONSE_BYTES it is upstream_error', async () => {
+    // Prepare: a body that never ends (whitespace, then it would be valid JSON)
+    let pulled = 0;
+    deps = {
+      ...deps,
+      fetch: async () =>
+        new Response(
+          new ReadableStream<Uint8Array>({
+            pull(controller) {
+              pulled += 64 * 1024;
+              controller.enqueue(new Uint8Array(64 * 1024).fill(0x20));
+            },
+          }),
+          { status: 200, headers: { 'content-type': 'application/json' } },
+        ),
+    };
+
+    // Act
+    const error = await requestToken(deps, config, CREDENTIALS, 'ba_demo_1').catch(
+      (e: unknown) => e,
+    );
+
+    // Assess
+    expect(error).toMatchObject({ code: 'upstream_error', name: 'UpstreamError' });
+    expect(pulled).toBeLessThanOrEqual(4 * 64 * 1024);
+    expect(MAX_TOKEN_RESPONSE_BYTES).toBe(16 * 1024);
+  });
+
+  it('reads an answer up to MAX_TOKEN_RESPONSE_BYTES', async () => {
+    answer({ ...GOOD, padding: ' '.repeat(MAX_TOKEN_RESPONSE_BYTES - 200) });
+
+    const grant = await requestToken(deps, config, CREDENTIALS, 'ba_demo_1');
+
+    expect(grant.accessToken).toBe(GOOD.access_token);
   });
 
   it('regression (interop): a scoped response without a scope echo is upstream_error, not taken as the requested scope', async () => {

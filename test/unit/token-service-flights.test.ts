@@ -50,6 +50,44 @@ describe('one flight per scope, whatever min_ttl callers ask', () => {
     expect(t.provider.state.mints).toBe(1);
   });
 
+  it('in the refresh-ahead window only the caller that won the lease waits for the provider; those that joined it get the current token', async () => {
+    // Prepare: a token with 800 s left (inside the 900 s window); the provider is held
+    const t = setup();
+    await storeToken(t, 'ba_1', { accessToken: 'tok-current', version: 'v1', secondsLeft: 800 });
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const gated = t.instance('gated', t.credentials, async (credentials, scope, deadline) => {
+      await held;
+      return t.provider.mint(credentials, scope, deadline);
+    });
+
+    // Act
+    const settled: string[] = [];
+    const calls = Array.from({ length: 5 }, () =>
+      gated.getToken('ba_1', 300).then((r) => {
+        settled.push(r.token.accessToken);
+        return r;
+      }),
+    );
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    const beforeRelease = [...settled];
+    release();
+    const results = await Promise.all(calls);
+
+    // Assess
+    expect(beforeRelease).toEqual(['tok-current', 'tok-current', 'tok-current', 'tok-current']);
+    expect(results.map((r) => r.token.accessToken)).toEqual([
+      'tok-1',
+      'tok-current',
+      'tok-current',
+      'tok-current',
+      'tok-current',
+    ]);
+    expect(t.provider.state.mints).toBe(1);
+  });
+
   it('scopes do not share a flight', async () => {
     const t = setup();
 

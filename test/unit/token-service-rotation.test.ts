@@ -87,6 +87,30 @@ describe('a rotation is never undone by an instance that still holds the old sec
     expect(t.store.items.get('TOKEN#ba_2')?.token?.credentialsVersion).toBe('v2');
   });
 
+  it('an expired token of a newer version is never overwritten by an instance on the old secret', async () => {
+    // Prepare: the table holds an expired v2 token; the lagging instance holds v1
+    const t = setup();
+    await storeToken(t, 'ba_1', { accessToken: 'tok-v2', version: 'v2', secondsLeft: -5 });
+    const secret = new SecretCache(V2, V1);
+    secret.down = true;
+    const lagging = t.instance('lagging', secret);
+
+    // Act: the secret cannot be read, so v2 cannot be judged older...
+    const refused = await lagging.getToken('ba_1', 300).catch((e: unknown) => e);
+    const forced = await lagging.refresh('ba_1').catch((e: unknown) => e);
+    // ...and once it can, the instance learns v2 and mints with it
+    secret.down = false;
+    t.clock.advance(31);
+    const served = await lagging.getToken('ba_1', 300);
+
+    // Assess
+    expect(refused).toBeInstanceOf(UpstreamUnavailableError);
+    expect(forced).toBeInstanceOf(UpstreamUnavailableError);
+    expect(t.provider.state.seen.map((c) => c.version)).toEqual(['v2']);
+    expect(served.token.credentialsVersion).toBe('v2');
+    expect(t.store.items.get('TOKEN#ba_1')?.token?.credentialsVersion).toBe('v2');
+  });
+
   it('re-mints over a token the re-read secret shows to be older', async () => {
     const t = setup();
     await storeToken(t, 'ba_1', { accessToken: 'tok-v0', version: 'v0', secondsLeft: 7000 });

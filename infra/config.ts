@@ -1,0 +1,326 @@
+/**
+ * The typed stage configuration: what one deployment (`-c stage=<name>`) needs.
+ * Stage files (`infra/stages/*.ts`) write a `StageInput`; `validateStage` checks
+ * it once, before any construct is made, and reports every problem together in
+ * one StageConfigError, naming each field.
+ */
+import { secretsPrefixProblem } from '../functions/adapters/secrets-manager-key-vault.js';
+import { AccessPolicy, type AccessPolicyDocument } from '../functions/core/access-policy.js';
+import { BUSINESS_APPLICATION_ID_PATTERN } from '../functions/issue-keys/business-application-id.js';
+
+/** What a stage file writes. Every field is checked by `validateStage`. */
+export interface StageInput {
+  /** Names the stack (`TokenVending-<stage>`) and the functions (`token-vending-<stage>-*`). */
+  readonly stage: string;
+  /** Pin the stack to an account and region; default: the CLI's credentials and region. */
+  readonly account?: string;
+  readonly region?: string;
+  /** The payments provider's base URL; https only (tokens and the secret go there). */
+  readonly providerBaseUrl: string;
+  /**
+   * The Secrets Manager secret holding `{"key","secret"}`: its complete ARN
+   * (ending in the six-character suffix Secrets Manager adds) or its name. The
+   * stack never creates it, so the provider secret never passes through CloudFormation.
+   */
+  readonly credentialsSecret: string;
+  /** SPEC section 4. The stack adds the issue-keys function's role, granted `unscoped`. */
+  readonly accessPolicy: AccessPolicyDocument;
+  readonly keyIssuing: {
+    /** The ids a scheduled run issues keys for (may be empty). */
+    readonly businessApplicationIds: readonly string[];
+    /** EventBridge Scheduler expression in UTC: `rate(1 day)`, `cron(0 3 * * ? *)`. */
+    readonly schedule: string;
+    /** JSON object sent as the keys request body; default: no body. */
+    readonly requestBody?: Record<string, unknown>;
+  };
+  /** How the unscoped token is requested: `scope` left out, or sent empty. Default `omit`. */
+  readonly unscopedScopeMode?: 'omit' | 'empty';
+  /** Subscribed to the alarm topic when given (the address must confirm the subscription). */
+  readonly alarmEmail?: string;
+  /** Issued keys are stored as `<secretsPrefix>/basic-auth/<id>`. */
+  readonly secretsPrefix: string;
+  /**
+   * Reserved concurrency of the vend function: caps the instances that can call
+   * the provider at once when DynamoDB is unavailable (each instance then mints
+   * for itself). Default: none (the account's unreserved pool).
+   */
+  readonly vendReservedConcurrency?: number;
+  /** Days the functions' logs are kept. Default 365 (the vend audit trail). */
+  readonly logRetentionDays?: number;
+}
+
+/** A checked stage: what the constructs receive. */
+export interface StageConfig {
+  readonly stage: string;
+  readonly account?: string;
+  readonly region?: string;
+  readonly providerBaseUrl: string;
+  readonly credentialsSecret:
+    | { readonly kind: 'arn'; readonly arn: string }
+    | { readonly kind: 'name'; readonly name: string };
+  /** The document as written; the stack adds the issue-keys grant to it. */
+  readonly accessPolicy: AccessPolicyDocument;
+  /** The parsed policy: its principals get the URL permissions. */
+  readonly policy: AccessPolicy;
+  readonly keyIssuing: {
+    readonly businessApplicationIds: readonly string[];
+    readonly schedule: string;
+    readonly requestBody?: string;
+  };
+  readonly unscopedScopeMode: 'omit' | 'empty';
+  readonly alarmEmail?: string;
+  readonly secretsPrefix: string;
+  readonly vendReservedConcurrency?: number;
+  readonly logRetentionDays: number;
+}
+
+/** A stage configuration that cannot be deployed; the message lists every problem. */
+export class StageConfigError extends Error {
+  override name = 'StageConfigError';
+  readonly problems: readonly string[];
+  constructor(source: string, problems: readonly string[]) {
+    super(`Invalid stage configuration ${source}:\n  - ${problems.join('\n  - ')}`);
+    this.problems = problems;
+  }
+}
+
+const FIELDS = new Set<string>([
+  'stage',
+  'account',
+  'region',
+  'providerBaseUrl',
+  'credentialsSecret',
+  'accessPolicy',
+  'keyIssuing',
+  'unscopedScopeMode',
+  'alarmEmail',
+  'secretsPrefix',
+  'vendReservedConcurrency',
+  'logRetentionDays',
+]);
+const KEY_ISSUING_FIELDS = new Set(['businessApplicationIds', 'schedule', 'requestBody']);
+
+/** Short enough that `token-vending-<stage>-issue-keys` fits Lambda's 64-character names. */
+const STAGE_PATTERN = /^[a-z][a-z0-9-]{0,19}$/;
+const ACCOUNT_PATTERN = /^\d{12}$/;
+const REGION_PATTERN = /^[a-z]{2}(?:-[a-z]+)+-\d$/;
+/** A complete secret ARN: the name, a hyphen and the six characters Secrets Manager adds. */
+const SECRET_ARN_PATTERN =
+  /^arn:aws(?:-cn|-us-gov|-iso(?:-[a-z])?)?:secretsmanager:[a-z]{2}(?:-[a-z]+)+-\d:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$/;
+const SECRET_NAME_PATTERN = /^[A-Za-z0-9/_+=.@-]{1,512}$/;
+const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+/** Scheduler's three forms (`rate(1 day)` but `rate(2 days)`); the service checks cron fields at deploy. */
+const SCHEDULE_PATTERN =
+  /^(?:rate\((?:1 (?:minute|hour|day)|(?:[2-9]|[1-9]\d+) (?:minutes|hours|days))\)|cron\((?:\S+ ){5}\S+\)|at\(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\))$/;
+/** The retention periods CloudWatch Logs accepts. */
+export const LOG_RETENTION_DAYS = [
+  1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288,
+  3653,
+] as const;
+/**
+ * Lambda allows 4 KB of environment variables per function. The vend function's
+ * other variables and the issue-keys grant the stack adds take under 1 KB.
+ */
+const MAX_ACCESS_POLICY_BYTES = 3000;
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * Checks a stage file's configuration once; every problem is reported together.
+ * @throws StageConfigError naming each field that is missing or wrong
+ */
+export function validateStage(input: unknown, source = '(stage)'): StageConfig {
+  const problems: string[] = [];
+  if (!isRecord(input)) throw new StageConfigError(source, ['the stage must be an object']);
+  for (const key of Object.keys(input)) {
+    if (!FIELDS.has(key)) problems.push(`unknown field "${key.slice(0, 60)}"`);
+  }
+  const text = (name: string): string | undefined => {
+    const value = input[name];
+    if (value === undefined) return undefined;
+    if (typeof value !== 'string') {
+      problems.push(`${name} must be a string`);
+      return undefined;
+    }
+    return value;
+  };
+  const required = (name: string): string => {
+    const value = text(name);
+    if (value === undefined || value.trim() === '') {
+      if (input[name] === undefined || typeof input[name] === 'string') {
+        problems.push(`${name} is required`);
+      }
+      return '';
+    }
+    return value;
+  };
+
+  const stage = required('stage');
+  if (stage !== '' && !STAGE_PATTERN.test(stage)) {
+    problems.push(`stage must match ${STAGE_PATTERN.source} (it names the stack and functions)`);
+  }
+  const account = text('account');
+  if (account !== undefined && !ACCOUNT_PATTERN.test(account)) {
+    problems.push('account must be a 12-digit AWS account id');
+  }
+  const region = text('region');
+  if (region !== undefined && !REGION_PATTERN.test(region)) {
+    problems.push('region must be an AWS region name such as eu-west-1');
+  }
+
+  const providerBaseUrl = required('providerBaseUrl');
+  if (providerBaseUrl !== '') {
+    if (!URL.canParse(providerBaseUrl)) problems.push('providerBaseUrl must be a URL');
+    else if (new URL(providerBaseUrl).protocol !== 'https:') {
+      problems.push('providerBaseUrl must be an https: URL (the key, secret and tokens go there)');
+    }
+  }
+
+  const secret = required('credentialsSecret');
+  let credentialsSecret: StageConfig['credentialsSecret'] = { kind: 'name', name: secret };
+  if (secret.startsWith('arn:')) {
+    if (SECRET_ARN_PATTERN.test(secret)) credentialsSecret = { kind: 'arn', arn: secret };
+    else {
+      problems.push(
+        'credentialsSecret must be the complete secret ARN (ending in "-" and the six characters Secrets Manager adds) or the secret name',
+      );
+    }
+  } else if (secret !== '' && !SECRET_NAME_PATTERN.test(secret)) {
+    problems.push('credentialsSecret must be a secret name of A-Z a-z 0-9 / _ + = . @ - or an ARN');
+  }
+
+  let policy: AccessPolicy | undefined;
+  const accessPolicy = input.accessPolicy;
+  if (accessPolicy === undefined) problems.push('accessPolicy is required');
+  else {
+    const json = JSON.stringify(accessPolicy);
+    try {
+      policy = AccessPolicy.parse(json, 'accessPolicy');
+    } catch (error) {
+      problems.push(error instanceof Error ? error.message : String(error));
+    }
+    if (json.length > MAX_ACCESS_POLICY_BYTES) {
+      problems.push(
+        `accessPolicy is ${json.length} bytes as JSON; at most ${MAX_ACCESS_POLICY_BYTES} fit in the functions' 4 KB of environment variables (grant roles "*" or account roots instead of listing many)`,
+      );
+    }
+  }
+
+  const keyIssuing = checkKeyIssuing(input.keyIssuing, problems);
+
+  const mode = input.unscopedScopeMode ?? 'omit';
+  if (mode !== 'omit' && mode !== 'empty') problems.push('unscopedScopeMode must be omit or empty');
+
+  const alarmEmail = text('alarmEmail');
+  if (alarmEmail !== undefined && !EMAIL_PATTERN.test(alarmEmail)) {
+    problems.push('alarmEmail must be an e-mail address');
+  }
+
+  const secretsPrefix = required('secretsPrefix');
+  const prefixProblem = secretsPrefix === '' ? undefined : secretsPrefixProblem(secretsPrefix);
+  if (prefixProblem) problems.push(`secretsPrefix: ${prefixProblem}`);
+
+  const reserved = input.vendReservedConcurrency;
+  if (
+    reserved !== undefined &&
+    (typeof reserved !== 'number' || !Number.isInteger(reserved) || reserved < 1 || reserved > 1000)
+  ) {
+    problems.push('vendReservedConcurrency must be an integer from 1 to 1000');
+  }
+
+  const retention = input.logRetentionDays ?? 365;
+  if (!(LOG_RETENTION_DAYS as readonly unknown[]).includes(retention)) {
+    problems.push(`logRetentionDays must be one of ${LOG_RETENTION_DAYS.join(', ')}`);
+  }
+
+  if (problems.length > 0 || policy === undefined || keyIssuing === undefined) {
+    throw new StageConfigError(source, problems);
+  }
+  return {
+    stage,
+    ...(account === undefined ? {} : { account }),
+    ...(region === undefined ? {} : { region }),
+    providerBaseUrl,
+    credentialsSecret,
+    accessPolicy: accessPolicy as AccessPolicyDocument,
+    policy,
+    keyIssuing,
+    unscopedScopeMode: mode as 'omit' | 'empty',
+    ...(alarmEmail === undefined ? {} : { alarmEmail }),
+    secretsPrefix,
+    ...(reserved === undefined ? {} : { vendReservedConcurrency: reserved as number }),
+    logRetentionDays: retention as number,
+  };
+}
+
+function checkKeyIssuing(raw: unknown, problems: string[]): StageConfig['keyIssuing'] | undefined {
+  if (raw === undefined) {
+    problems.push('keyIssuing is required ({ businessApplicationIds, schedule })');
+    return undefined;
+  }
+  if (!isRecord(raw)) {
+    problems.push('keyIssuing must be an object');
+    return undefined;
+  }
+  const before = problems.length;
+  for (const key of Object.keys(raw)) {
+    if (!KEY_ISSUING_FIELDS.has(key))
+      problems.push(`keyIssuing: unknown field "${key.slice(0, 60)}"`);
+  }
+  const ids = raw.businessApplicationIds;
+  if (!Array.isArray(ids)) {
+    problems.push('keyIssuing.businessApplicationIds must be an array of ids (may be empty)');
+  } else {
+    ids.forEach((id: unknown, index) => {
+      if (typeof id !== 'string' || !BUSINESS_APPLICATION_ID_PATTERN.test(id)) {
+        problems.push(
+          `keyIssuing.businessApplicationIds[${index}] must match ${BUSINESS_APPLICATION_ID_PATTERN.source}`,
+        );
+      } else if (ids.indexOf(id) !== index) {
+        problems.push(`keyIssuing.businessApplicationIds[${index}] repeats "${id}"`);
+      }
+    });
+  }
+  const schedule = raw.schedule;
+  if (typeof schedule !== 'string' || !SCHEDULE_PATTERN.test(schedule)) {
+    problems.push(
+      'keyIssuing.schedule must be an EventBridge Scheduler expression: rate(<n> <minutes|hours|days>), cron(<6 fields>) or at(yyyy-mm-ddThh:mm:ss)',
+    );
+  }
+  const body = raw.requestBody;
+  if (body !== undefined && !isRecord(body)) {
+    problems.push('keyIssuing.requestBody must be a JSON object');
+  }
+  if (problems.length > before) return undefined;
+  return {
+    businessApplicationIds: [...(ids as string[])],
+    schedule: schedule as string,
+    ...(body === undefined ? {} : { requestBody: JSON.stringify(body) }),
+  };
+}
+
+/**
+ * The stage named on the command line (`-c stage=<name>`), checked.
+ * @throws StageConfigError for an unknown name or an invalid stage
+ */
+export function selectStage(
+  stages: Readonly<Record<string, StageInput>>,
+  name: unknown,
+  fallback: string,
+): StageConfig {
+  const chosen = name === undefined ? fallback : name;
+  if (typeof chosen !== 'string' || !Object.hasOwn(stages, chosen)) {
+    throw new StageConfigError(`"${String(chosen).slice(0, 40)}"`, [
+      `no such stage; known stages: ${Object.keys(stages).join(', ')} (add one in infra/stages/)`,
+    ]);
+  }
+  const input = stages[chosen] as StageInput;
+  const config = validateStage(input, `"${chosen}"`);
+  if (config.stage !== chosen) {
+    throw new StageConfigError(`"${chosen}"`, [
+      `its stage field is "${config.stage}"; register it under that name`,
+    ]);
+  }
+  return config;
+}

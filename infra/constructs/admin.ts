@@ -1,0 +1,61 @@
+import { Duration } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import type { StageConfig } from '../config.js';
+import { IN_USE_WINDOW_SECONDS } from './refresh.js';
+import type { TokenCache } from './token-cache.js';
+import { TokenVendingFunction } from './token-vending-function.js';
+
+export interface AdminProps {
+  readonly config: StageConfig;
+  readonly cache: TokenCache;
+  /** ACCESS_POLICY as the vend function has it (the admin uses its scopes). */
+  readonly accessPolicyJson: string;
+  readonly refresh: TokenVendingFunction;
+  readonly issueKeys: TokenVendingFunction;
+  readonly logRetention: logs.RetentionDays;
+}
+
+/**
+ * The operators' function (SPEC section 7), run from the Lambda console's Test
+ * tab or `tvm admin --function`: status, invalidate, refresh, issue-keys. It
+ * reads and deletes cache items and invokes the refresh and issue-keys
+ * functions; it never reads the provider secret, unseals a token or writes a
+ * key secret (those stay with the functions that need them).
+ */
+export class Admin extends Construct {
+  readonly fn: TokenVendingFunction;
+
+  constructor(scope: Construct, id: string, props: AdminProps) {
+    super(scope, id);
+    this.fn = new TokenVendingFunction(this, 'Admin', {
+      stage: props.config.stage,
+      name: 'admin',
+      description: 'Operators: status, invalidate, refresh, issue-keys (console test events)',
+      // 11 minutes: an issue-keys event waits for the job, which may run 10.
+      timeout: Duration.minutes(11),
+      memorySize: 256,
+      logRetention: props.logRetention,
+      environment: {
+        ACCESS_POLICY: props.accessPolicyJson,
+        REFRESH_FUNCTION_NAME: props.refresh.functionName,
+        ISSUE_KEYS_FUNCTION_NAME: props.issueKeys.functionName,
+        IN_USE_WINDOW_SECONDS: String(IN_USE_WINDOW_SECONDS),
+      },
+    });
+    props.cache.connectTable(this.fn, {
+      items: ['dynamodb:DeleteItem'],
+      prefix: 'TOKEN#',
+      scan: true,
+    });
+    // The two functions by ARN: not their versions or aliases, nothing else.
+    this.fn.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'InvokeRefreshAndIssueKeys',
+        actions: ['lambda:InvokeFunction'],
+        resources: [props.refresh.function.functionArn, props.issueKeys.function.functionArn],
+      }),
+    );
+  }
+}

@@ -1,0 +1,113 @@
+import { ArnFormat, Duration, Stack } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import * as scheduler from 'aws-cdk-lib/aws-scheduler';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import type { StageConfig } from '../config.js';
+import { acknowledgeWildcardResource } from '../nag.js';
+import { ScheduledInvocation } from './scheduling.js';
+import type { TokenCache } from './token-cache.js';
+import { TokenVendingFunction } from './token-vending-function.js';
+
+export interface KeyIssuingProps {
+  readonly config: StageConfig;
+  readonly cache: TokenCache;
+  readonly deadLetterQueue: sqs.IQueue;
+  readonly logRetention: logs.RetentionDays;
+}
+
+/**
+ * The key-issuing job (SPEC section 6): on its schedule, or invoked with
+ * `{"businessApplicationIds":[...],"force":true}`, it issues Basic Auth keys
+ * and stores each answer as the secret `<prefix>/basic-auth/<id>`. It gets its
+ * unscoped token from the vend URL, signed with its own role, which the vend
+ * construct grants `unscoped` (call `useVendUrl`).
+ */
+export class KeyIssuing extends Construct {
+  readonly fn: TokenVendingFunction;
+  readonly scheduled: ScheduledInvocation;
+
+  constructor(scope: Construct, id: string, props: KeyIssuingProps) {
+    super(scope, id);
+    const { config } = props;
+    this.fn = new TokenVendingFunction(this, 'IssueKeys', {
+      stage: config.stage,
+      name: 'issue-keys',
+      description:
+        'Issues Basic Auth keys for business applications and stores them in Secrets Manager',
+      // 10 minutes: the job starts no id in its last 75 s (one job lease and a
+      // margin), so a run of many ids ends cleanly and the rest wait for the next.
+      timeout: Duration.minutes(10),
+      // 256 MB: a few sequential HTTPS calls per id; little CPU or memory.
+      memorySize: 256,
+      // 1: one run at a time. Job records already keep two runs off one id;
+      // this keeps a manual run and the schedule from both calling the provider.
+      reservedConcurrentExecutions: 1,
+      logRetention: props.logRetention,
+      environment: {
+        PROVIDER_BASE_URL: config.providerBaseUrl,
+        SECRETS_PREFIX: config.secretsPrefix,
+        KEY_ISSUE_BUSINESS_APPLICATION_IDS: JSON.stringify(
+          config.keyIssuing.businessApplicationIds,
+        ),
+        ...(config.keyIssuing.requestBody === undefined
+          ? {}
+          : { KEY_ISSUE_REQUEST_BODY: config.keyIssuing.requestBody }),
+      },
+    });
+    props.cache.connectTable(this.fn, {
+      items: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+      prefix: 'KEYS#',
+    });
+    props.cache.connectSealer(this.fn, 'KEYS#', 'envelope');
+    this.#grantKeySecrets(config.secretsPrefix);
+
+    this.scheduled = new ScheduledInvocation(this, 'OnSchedule', {
+      function: this.fn,
+      schedule: scheduler.ScheduleExpression.expression(config.keyIssuing.schedule),
+      description: `Key issuing for the configured business applications (${config.stage})`,
+      input: {},
+      deadLetterQueue: props.deadLetterQueue,
+      deliveryRetries: 3,
+      // The job is idempotent (one Idempotency-Key per id until stored): retries are safe.
+      runRetries: 2,
+      maxEventAge: Duration.hours(1),
+    });
+  }
+
+  get role(): iam.IRole {
+    return this.fn.role;
+  }
+
+  /** Sets VEND_URL: the job gets its unscoped token there, like any caller. */
+  useVendUrl(url: string): void {
+    this.fn.addEnvironment('VEND_URL', url);
+  }
+
+  /**
+   * CreateSecret and PutSecretValue on `<prefix>/basic-auth/*` only
+   * (functions/adapters/secrets-manager-key-vault.ts; no KmsKeyId is passed, so
+   * the secrets use Secrets Manager's own key and need no KMS grant). No read.
+   */
+  #grantKeySecrets(prefix: string): void {
+    const resource = Stack.of(this).formatArn({
+      service: 'secretsmanager',
+      resource: 'secret',
+      resourceName: `${prefix}/basic-auth/*`,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    });
+    this.fn.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'WriteIssuedKeySecrets',
+        actions: ['secretsmanager:CreateSecret', 'secretsmanager:PutSecretValue'],
+        resources: [resource],
+      }),
+    );
+    acknowledgeWildcardResource(
+      this.fn.role,
+      resource,
+      'The job creates one secret per business application, <prefix>/basic-auth/<id>, for ids named at run time (a manual run may name any id), and Secrets Manager appends a random suffix to each name; the wildcard covers exactly that name space under the stage prefix, for CreateSecret and PutSecretValue only (no read, list or delete).',
+    );
+  }
+}

@@ -1,0 +1,293 @@
+import { Aws, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import type { TokenVendingFunction } from './token-vending-function.js';
+
+/** Powertools Metrics namespace of every function (functions/*: `new Metrics({ namespace })`). */
+export const NAMESPACE = 'TokenVending';
+const PERIOD = Duration.minutes(5);
+
+/**
+ * A Powertools metric. Powertools adds the `service` dimension to every metric
+ * (the function's service name); `Vends` also carries `outcome`.
+ */
+function metric(
+  name: string,
+  service: 'vend-token' | 'refresh' | 'issue-keys',
+  options: { outcome?: string; statistic?: string; label?: string } = {},
+): cloudwatch.Metric {
+  return new cloudwatch.Metric({
+    namespace: NAMESPACE,
+    metricName: name,
+    dimensionsMap: {
+      service,
+      ...(options.outcome === undefined ? {} : { outcome: options.outcome }),
+    },
+    statistic: options.statistic ?? 'Sum',
+    period: PERIOD,
+    ...(options.label === undefined ? {} : { label: options.label }),
+  });
+}
+
+export interface ObservabilityProps {
+  readonly stage: string;
+  readonly vend: TokenVendingFunction;
+  readonly refresh: TokenVendingFunction;
+  readonly issueKeys: TokenVendingFunction;
+  readonly admin: TokenVendingFunction;
+  readonly failedRuns: sqs.IQueue;
+  readonly alarmEmail?: string;
+}
+
+/**
+ * The dashboard and the alarms of SPEC section 7, each alarm to one SNS topic
+ * (encrypted with its own key, TLS only, optionally an e-mail subscription).
+ * README "Deploying to AWS" has each alarm's meaning and first response.
+ */
+export class Observability extends Construct {
+  readonly topic: sns.Topic;
+  readonly dashboard: cloudwatch.Dashboard;
+  readonly alarms: cloudwatch.Alarm[] = [];
+  readonly dashboardUrl: string;
+
+  constructor(scope: Construct, id: string, props: ObservabilityProps) {
+    super(scope, id);
+    const prefix = `token-vending-${props.stage}`;
+    this.topic = this.#topic(prefix, props.alarmEmail);
+
+    const refreshCredentialsRejected = new logs.MetricFilter(this, 'RefreshCredentialsRejected', {
+      logGroup: props.refresh.logGroup,
+      // functions/refresh/scheduled-refresh.ts logs each failed scope with describe(error).
+      filterPattern: logs.FilterPattern.all(
+        logs.FilterPattern.stringValue('$.message', '=', 'scheduled refresh failed'),
+        logs.FilterPattern.stringValue('$.error.code', '=', 'upstream_credentials_rejected'),
+      ),
+      metricNamespace: NAMESPACE,
+      metricName: 'RefreshCredentialsRejected',
+      metricValue: '1',
+    }).metric({ statistic: 'Sum', period: PERIOD });
+
+    const functions = [props.vend, props.refresh, props.issueKeys, props.admin];
+    const add = (
+      name: string,
+      description: string,
+      source: cloudwatch.IMetric,
+      threshold: number,
+      evaluation: { periods: number; datapoints: number } = { periods: 1, datapoints: 1 },
+    ): cloudwatch.Alarm => {
+      const alarm = new cloudwatch.Alarm(this, name, {
+        alarmName: `${prefix}-${name}`,
+        alarmDescription: `${description} Runbook: README "Deploying to AWS", alarm ${name}.`,
+        metric: source,
+        threshold,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: evaluation.periods,
+        datapointsToAlarm: evaluation.datapoints,
+        // No data means no traffic or no run: not a failure.
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+      alarm.addAlarmAction(new SnsAction(this.topic));
+      alarm.addOkAction(new SnsAction(this.topic));
+      this.alarms.push(alarm);
+      return alarm;
+    };
+
+    // Each side reports only when something happened: FILL makes a period with
+    // data on one side only still add up (a missing term would drop the sum).
+    add(
+      'upstream-errors',
+      'Token requests to the provider failed (after retries) in 2 of the last 3 five-minute periods, 5 or more each.',
+      new cloudwatch.MathExpression({
+        expression: 'FILL(vend, 0) + FILL(refresh, 0)',
+        usingMetrics: {
+          vend: metric('UpstreamErrors', 'vend-token'),
+          refresh: metric('UpstreamErrors', 'refresh'),
+        },
+        period: PERIOD,
+        label: 'Upstream errors',
+      }),
+      5,
+      { periods: 3, datapoints: 2 },
+    );
+    add(
+      'credentials-rejected',
+      'The provider rejected our key and secret (401/403), even after one re-read of the secret.',
+      new cloudwatch.MathExpression({
+        expression: 'FILL(vend, 0) + FILL(refresh, 0)',
+        usingMetrics: {
+          vend: metric('Vends', 'vend-token', { outcome: 'error:upstream_credentials_rejected' }),
+          refresh: refreshCredentialsRejected,
+        },
+        period: PERIOD,
+        label: 'Credentials rejected',
+      }),
+      1,
+    );
+    add(
+      'vend-internal-errors',
+      'The vend function answered 500 internal_error (details in its log).',
+      metric('Vends', 'vend-token', { outcome: 'error:internal_error' }),
+      1,
+    );
+    for (const fn of functions) {
+      const short = fn.functionName.slice(prefix.length + 1);
+      add(
+        `${short}-errors`,
+        `${fn.functionName} failed an invocation (threw, timed out or could not start).`,
+        fn.function.metricErrors({ period: PERIOD, statistic: 'Sum' }),
+        1,
+      );
+      add(
+        `${short}-throttles`,
+        `${fn.functionName} was throttled (concurrency exhausted).`,
+        fn.function.metricThrottles({ period: PERIOD, statistic: 'Sum' }),
+        1,
+      );
+    }
+    add(
+      'key-issuing-failures',
+      'The key-issuing job could not issue or store keys for one or more business applications.',
+      metric('KeyIssuingFailures', 'issue-keys'),
+      1,
+    );
+    add(
+      'failed-runs',
+      'A scheduled refresh or key-issuing run failed for good and is in the failed-runs queue.',
+      props.failedRuns.metric('ApproximateNumberOfMessagesVisible', {
+        statistic: 'Maximum',
+        period: PERIOD,
+      }),
+      1,
+    );
+
+    this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
+      dashboardName: prefix,
+      defaultInterval: Duration.hours(12),
+    });
+    const graph = (
+      title: string,
+      left: cloudwatch.IMetric[],
+      options: Partial<cloudwatch.GraphWidgetProps> = {},
+    ) => new cloudwatch.GraphWidget({ title, left, width: 8, height: 6, ...options });
+    this.dashboard.addWidgets(
+      graph(
+        'Vends by outcome',
+        [
+          new cloudwatch.MathExpression({
+            // Every outcome there is: l1, l2, provider, refreshed, waited, degraded, error:<code>.
+            expression: `SEARCH('{${NAMESPACE},outcome,service} MetricName="Vends" service="vend-token"', 'Sum', 300)`,
+            label: '',
+            period: PERIOD,
+          }),
+        ],
+        { stacked: true },
+      ),
+      graph(
+        'Vend latency (ms)',
+        ['p50', 'p90', 'p99', 'Maximum'].map((statistic) =>
+          metric('VendLatency', 'vend-token', { statistic, label: statistic }),
+        ),
+      ),
+      graph('Upstream token requests and errors', [
+        metric('UpstreamRequests', 'vend-token', { label: 'requests (vend)' }),
+        metric('UpstreamRequests', 'refresh', { label: 'requests (refresh)' }),
+        metric('UpstreamErrors', 'vend-token', { label: 'errors (vend)' }),
+        metric('UpstreamErrors', 'refresh', { label: 'errors (refresh)' }),
+      ]),
+    );
+    this.dashboard.addWidgets(
+      graph('Cache: lease waits, degraded, unusable items', [
+        metric('LeaseWaits', 'vend-token', { label: 'lease waits' }),
+        metric('LeaseTakeovers', 'vend-token', { label: 'lease takeovers' }),
+        metric('Degraded', 'vend-token', { label: 'degraded (vend)' }),
+        metric('Degraded', 'refresh', { label: 'degraded (refresh)' }),
+        metric('UnsealFailures', 'vend-token', { label: 'unseal failures' }),
+        metric('StaleCredentialTokens', 'vend-token', { label: 'stale-credential tokens' }),
+      ]),
+      graph('Scheduled refresh', [
+        metric('ScheduledRefreshes', 'refresh', { label: 'scopes refreshed' }),
+        metric('ScheduledRefreshFailures', 'refresh', { label: 'scopes failed' }),
+        refreshCredentialsRejected.with({ label: 'credentials rejected' }),
+      ]),
+      graph('Key issuing', [
+        metric('KeyIssuingRuns', 'issue-keys', { label: 'runs' }),
+        metric('KeysIssued', 'issue-keys', { label: 'issued' }),
+        metric('KeysSkipped', 'issue-keys', { label: 'skipped' }),
+        metric('KeysRecovered', 'issue-keys', { label: 'stored from a sealed copy' }),
+        metric('KeyIssuingFailures', 'issue-keys', { label: 'failed' }),
+        metric('KeysEndpointRequests', 'issue-keys', { label: 'keys endpoint requests' }),
+        metric('KeysEndpointErrors', 'issue-keys', { label: 'keys endpoint errors' }),
+        metric('KeyStoreFailures', 'issue-keys', { label: 'secret store failures' }),
+        metric('InvalidEvents', 'issue-keys', { label: 'invalid events' }),
+      ]),
+    );
+    this.dashboard.addWidgets(
+      graph(
+        'Function errors',
+        functions.map((fn) =>
+          fn.function.metricErrors({ period: PERIOD, statistic: 'Sum', label: fn.functionName }),
+        ),
+      ),
+      graph(
+        'Function throttles',
+        functions.map((fn) =>
+          fn.function.metricThrottles({ period: PERIOD, statistic: 'Sum', label: fn.functionName }),
+        ),
+      ),
+      graph('Failed runs queue', [
+        props.failedRuns.metric('ApproximateNumberOfMessagesVisible', {
+          statistic: 'Maximum',
+          period: PERIOD,
+          label: 'messages',
+        }),
+      ]),
+    );
+    this.dashboard.addWidgets(
+      new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24 }),
+    );
+    this.dashboardUrl = `https://${Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region=${Aws.REGION}#dashboards/dashboard/${prefix}`;
+  }
+
+  #topic(prefix: string, email: string | undefined): sns.Topic {
+    // CloudWatch cannot publish to a topic under the AWS managed SNS key: its own key.
+    const key = new kms.Key(this, 'TopicKey', {
+      description: `${prefix}: encrypts the alarm topic`,
+      enableKeyRotation: true,
+      pendingWindow: Duration.days(7),
+      // Holds no data at rest (SNS does not store delivered messages).
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    key.grant(
+      new iam.ServicePrincipal('cloudwatch.amazonaws.com'),
+      'kms:Decrypt',
+      'kms:GenerateDataKey',
+    );
+    const topic = new sns.Topic(this, 'AlarmTopic', {
+      displayName: `${prefix} alarms`,
+      masterKey: key,
+      enforceSSL: true,
+    });
+    const { account, partition, region } = Stack.of(this);
+    topic.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'CloudWatchAlarmsOfThisAccount',
+        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['sns:Publish'],
+        resources: [topic.topicArn],
+        conditions: {
+          ArnLike: { 'aws:SourceArn': `arn:${partition}:cloudwatch:${region}:${account}:alarm:*` },
+          StringEquals: { 'aws:SourceAccount': account },
+        },
+      }),
+    );
+    if (email !== undefined) topic.addSubscription(new subscriptions.EmailSubscription(email));
+    return topic;
+  }
+}

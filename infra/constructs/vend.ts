@@ -1,0 +1,110 @@
+import { createHash } from 'node:crypto';
+import { Duration, Stack } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import type { AccessPolicyDocument } from '../../functions/core/access-policy.js';
+import type { StageConfig } from '../config.js';
+import type { CredentialsSecret } from './credentials-secret.js';
+import type { TokenCache } from './token-cache.js';
+import { TokenVendingFunction } from './token-vending-function.js';
+
+/** Seconds before expiry when one caller refreshes; the refresh function uses the same. */
+export const REFRESH_AHEAD_SECONDS = 900;
+
+export interface VendProps {
+  readonly config: StageConfig;
+  readonly cache: TokenCache;
+  readonly credentials: CredentialsSecret;
+  /** The key-issuing job's role: a caller like any other, granted the unscoped token. */
+  readonly keyIssuer: iam.IRole;
+  readonly logRetention: logs.RetentionDays;
+}
+
+/** An ARN principal, or the account id for `arn:<partition>:iam::<account>:root`. */
+function lambdaPrincipal(arn: string): iam.IPrincipal {
+  const root = /^arn:[^:]+:iam::(\d{12}):root$/.exec(arn);
+  return root ? new iam.AccountPrincipal(root[1]) : new iam.ArnPrincipal(arn);
+}
+
+/**
+ * The vend-token function behind its Function URL (`AuthType AWS_IAM`). Every
+ * principal of the access policy, and the key issuer's role, gets exactly what
+ * AWS requires of a caller of an IAM-authorized URL created since October
+ * 2025, in the function's resource-based policy: `lambda:InvokeFunctionUrl`
+ * (for AWS_IAM URLs) and `lambda:InvokeFunction` only through the URL, so no
+ * one can hand the function a forged identity through the Invoke API.
+ */
+export class Vend extends Construct {
+  readonly fn: TokenVendingFunction;
+  readonly url: lambda.FunctionUrl;
+  /** ACCESS_POLICY as deployed: the stage's policy plus the key issuer's grant. */
+  readonly accessPolicyJson: string;
+  /** The variables vend and refresh share (they run the same token cache). */
+  readonly sharedEnvironment: Readonly<Record<string, string>>;
+
+  constructor(scope: Construct, id: string, props: VendProps) {
+    super(scope, id);
+    const { config } = props;
+    const policy: AccessPolicyDocument = {
+      scopes: config.accessPolicy.scopes,
+      grants: [
+        ...config.accessPolicy.grants,
+        { principal: props.keyIssuer.roleArn, unscoped: true },
+      ],
+    };
+    this.accessPolicyJson = Stack.of(this).toJsonString(policy);
+    this.sharedEnvironment = {
+      ACCESS_POLICY: this.accessPolicyJson,
+      PROVIDER_BASE_URL: config.providerBaseUrl,
+      UNSCOPED_SCOPE_MODE: config.unscopedScopeMode,
+      REFRESH_AHEAD_SECONDS: String(REFRESH_AHEAD_SECONDS),
+    };
+
+    this.fn = new TokenVendingFunction(this, 'VendToken', {
+      stage: config.stage,
+      name: 'vend-token',
+      description: 'Serves provider OAuth tokens to IAM callers over its Function URL',
+      // 30 s: the worst vend waits 13 s for another instance's refresh, then
+      // takes the lease over and mints within 9.5 s (the lease less 0.5 s),
+      // plus DynamoDB, KMS and Secrets Manager calls of at most 2 s each.
+      timeout: Duration.seconds(30),
+      // 512 MB: CPU grows with memory; TLS, KMS and JSON work on the request
+      // path and the cold start of a 450 KB bundle run faster for the same cost.
+      memorySize: 512,
+      ...(config.vendReservedConcurrency === undefined
+        ? {}
+        : { reservedConcurrentExecutions: config.vendReservedConcurrency }),
+      logRetention: props.logRetention,
+      environment: { ...this.sharedEnvironment },
+    });
+    props.cache.connectTable(this.fn, {
+      items: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+      prefix: 'TOKEN#',
+    });
+    props.cache.connectSealer(this.fn, 'TOKEN#', 'encrypt');
+    props.credentials.connect(this.fn);
+
+    this.url = this.fn.function.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.AWS_IAM });
+    for (const principal of config.policy.principals) {
+      // Ids from the principal, so reordering the policy changes no permission.
+      const id = createHash('sha256').update(principal).digest('hex').slice(0, 12);
+      this.#allowCaller(`Caller${id}`, lambdaPrincipal(principal));
+    }
+    this.#allowCaller('KeyIssuer', new iam.ArnPrincipal(props.keyIssuer.roleArn));
+  }
+
+  #allowCaller(id: string, principal: iam.IPrincipal): void {
+    this.fn.function.addPermission(`${id}Url`, {
+      principal,
+      action: 'lambda:InvokeFunctionUrl',
+      functionUrlAuthType: lambda.FunctionUrlAuthType.AWS_IAM,
+    });
+    this.fn.function.addPermission(`${id}ViaUrl`, {
+      principal,
+      action: 'lambda:InvokeFunction',
+      invokedViaFunctionUrl: true,
+    });
+  }
+}

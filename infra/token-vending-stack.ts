@@ -1,0 +1,102 @@
+import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+import type { StageConfig } from './config.js';
+import { Admin } from './constructs/admin.js';
+import { ConsoleTestEvents } from './constructs/console-test-events.js';
+import { CredentialsSecret } from './constructs/credentials-secret.js';
+import { KeyIssuing } from './constructs/key-issuing.js';
+import { Observability } from './constructs/observability.js';
+import { Refresh } from './constructs/refresh.js';
+import { FailedRunsQueue } from './constructs/scheduling.js';
+import { TokenCache } from './constructs/token-cache.js';
+import { Vend } from './constructs/vend.js';
+
+export interface TokenVendingStackProps extends StackProps {
+  readonly config: StageConfig;
+}
+
+/** SPEC sections 2 to 7 in one stack: it composes the constructs and holds no logic. */
+export class TokenVendingStack extends Stack {
+  readonly cache: TokenCache;
+  readonly vend: Vend;
+  readonly refresh: Refresh;
+  readonly keyIssuing: KeyIssuing;
+  readonly admin: Admin;
+  readonly observability: Observability;
+
+  constructor(scope: Construct, id: string, props: TokenVendingStackProps) {
+    super(scope, id, props);
+    const { config } = props;
+    const logRetention = config.logRetentionDays as logs.RetentionDays;
+
+    this.cache = new TokenCache(this, 'Cache', { stage: config.stage });
+    const credentials = new CredentialsSecret(this, 'Credentials', config.credentialsSecret);
+    const failedRuns = new FailedRunsQueue(this, 'FailedRuns');
+
+    this.keyIssuing = new KeyIssuing(this, 'KeyIssuing', {
+      config,
+      cache: this.cache,
+      deadLetterQueue: failedRuns.queue,
+      logRetention,
+    });
+    this.vend = new Vend(this, 'Vend', {
+      config,
+      cache: this.cache,
+      credentials,
+      keyIssuer: this.keyIssuing.role,
+      logRetention,
+    });
+    this.keyIssuing.useVendUrl(this.vend.url.url);
+    this.refresh = new Refresh(this, 'Refresh', {
+      config,
+      cache: this.cache,
+      credentials,
+      vend: this.vend,
+      deadLetterQueue: failedRuns.queue,
+      logRetention,
+    });
+    this.admin = new Admin(this, 'Admin', {
+      config,
+      cache: this.cache,
+      accessPolicyJson: this.vend.accessPolicyJson,
+      refresh: this.refresh.fn,
+      issueKeys: this.keyIssuing.fn,
+      logRetention,
+    });
+    const functions = {
+      vend: this.vend.fn,
+      refresh: this.refresh.fn,
+      issueKeys: this.keyIssuing.fn,
+      admin: this.admin.fn,
+    };
+    this.observability = new Observability(this, 'Observability', {
+      stage: config.stage,
+      ...functions,
+      failedRuns: failedRuns.queue,
+      ...(config.alarmEmail === undefined ? {} : { alarmEmail: config.alarmEmail }),
+    });
+    new ConsoleTestEvents(this, 'ConsoleTestEvents', { config, ...functions, logRetention });
+
+    new CfnOutput(this, 'VendUrl', {
+      description: 'The vend Function URL (AuthType AWS_IAM): GET /token?scope=<scope>',
+      value: this.vend.url.url,
+    });
+    new CfnOutput(this, 'TableName', {
+      description: 'The token cache table',
+      value: this.cache.table.tableName,
+    });
+    new CfnOutput(this, 'DashboardUrl', {
+      description: 'The CloudWatch dashboard',
+      value: this.observability.dashboardUrl,
+    });
+    new CfnOutput(this, 'AdminFunctionName', {
+      description: 'Console test events and `tvm admin --function`',
+      value: this.admin.fn.function.functionName,
+    });
+    new CfnOutput(this, 'AlarmTopicArn', {
+      description: 'Subscribe paging here',
+      value: this.observability.topic.topicArn,
+    });
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * `npm run admin -- '<event json>'`: one admin event (SPEC section 7) against
+ * the running local stack. The result is printed as JSON on stdout; errors as
+ * `admin: <code>: <message>` on stderr, never with a stack trace. Exit codes:
+ * 0 ok, 1 error (a failed key-issuing run also prints its result on stdout),
+ * 2 usage.
+ *
+ * `runAdminCli` takes its arguments, environment and streams as parameters;
+ * `local/admin.ts` calls it with the real ones.
+ */
+import { ADMIN_EVENTS, AdminError, parseAdminEvent } from '../functions/admin/admin-event.js';
+import { type Clock, systemClock } from '../functions/core/clock.js';
+import type { Env } from '../functions/core/config.js';
+import { describe } from '../functions/core/describe-error.js';
+import { ConfigError, StoreUnavailableError } from '../functions/core/errors.js';
+import type { CoreLogger } from '../functions/core/token-service-types.js';
+import { KeyIssuingError, KeyIssuingFailedError } from '../functions/issue-keys/errors.js';
+import { parseKeyIssuingEvent } from '../functions/issue-keys/event.js';
+import {
+  checkStackRunning,
+  createLocalAdmin,
+  LocalAdminError,
+  resolveLocalAdmin,
+} from './admin-wiring.js';
+import { SealingKeyError } from './sealing-key.js';
+import { StackFileError } from './stack-config.js';
+
+export interface AdminIo {
+  readonly env: Env;
+  readonly cwd: string;
+  readonly stdout: { write(text: string): unknown };
+  readonly stderr: { write(text: string): unknown };
+  /** Default: real time. */
+  readonly clock?: Clock;
+  /** Default: the global fetch (only the check that the stack is up uses it directly). */
+  readonly fetch?: typeof fetch;
+}
+
+export const ADMIN_USAGE = `Usage: npm run admin -- '<event json>'
+
+Runs one admin event against the local stack that npm start runs in this
+directory (found through .local/stack.json and the environment npm start was
+given) and prints the result as JSON. Events:
+${ADMIN_EVENTS.map((event) => `  ${event}`).join('\n')}
+
+Exit codes: 0 ok, 1 error ("admin: <code>: <message>" on stderr), 2 usage.
+`;
+
+/** Logs to stderr, warnings and errors only: stdout carries the result alone. */
+function stderrLogger(stderr: AdminIo['stderr']): CoreLogger {
+  const at =
+    (level: string) =>
+    (message: unknown, ...extra: unknown[]): void => {
+      const fields = extra.map((value) =>
+        value instanceof Error ? { error: describe(value) } : value,
+      );
+      const line = Object.assign(
+        { level, message },
+        ...fields.filter((f) => typeof f === 'object'),
+      );
+      stderr.write(`${JSON.stringify(line)}\n`);
+    };
+  return { info: () => undefined, warn: at('WARN'), error: at('ERROR') } as unknown as CoreLogger;
+}
+
+class UsageError extends Error {}
+
+function parseArguments(argv: readonly string[]): unknown {
+  if (argv.length === 0) throw new UsageError('missing the event JSON');
+  if (argv.length > 1) throw new UsageError('expected one argument, the event JSON (quote it)');
+  try {
+    return JSON.parse(argv[0] as string);
+  } catch {
+    throw new UsageError('the event is not valid JSON');
+  }
+}
+
+/** `<code>: <message>`, whether or not the message starts with the code already. */
+const withCode = (code: string, message: string): string =>
+  message.startsWith(`${code}:`) ? message : `${code}: ${message}`;
+
+function report(error: unknown, io: AdminIo): number {
+  let line: string;
+  if (error instanceof KeyIssuingFailedError) {
+    // Scripts see which ids were issued, skipped and failed (never key material).
+    io.stdout.write(`${JSON.stringify(error.result, null, 2)}\n`);
+    line = withCode(error.code, error.message);
+  } else if (error instanceof AdminError || error instanceof LocalAdminError) {
+    line = withCode(error.code, error.message);
+  } else if (error instanceof KeyIssuingError) {
+    line = withCode(error.code, error.message);
+  } else if (error instanceof ConfigError) {
+    line = withCode('invalid_config', error.message);
+  } else if (error instanceof StackFileError) {
+    line = withCode('invalid_stack_file', error.message);
+  } else if (error instanceof SealingKeyError) {
+    line = withCode('no_sealing_key', error.message);
+  } else if (error instanceof StoreUnavailableError) {
+    line = withCode(
+      'store_unavailable',
+      `${error.message}: is the local stack's DynamoDB running (npm start)?`,
+    );
+  } else {
+    const { name, code } = describe(error);
+    line = `internal_error: ${String(name)}${typeof code === 'string' ? ` (${code})` : ''}`;
+  }
+  io.stderr.write(`admin: ${line}\n`);
+  return 1;
+}
+
+/** Runs one admin command line; resolves to the exit code. Never throws. */
+export async function runAdminCli(argv: readonly string[], io: AdminIo): Promise<number> {
+  if (argv.length === 1 && (argv[0] === '--help' || argv[0] === '-h')) {
+    io.stdout.write(ADMIN_USAGE);
+    return 0;
+  }
+  let event: unknown;
+  try {
+    event = parseArguments(argv);
+  } catch (error) {
+    io.stderr.write(`admin: usage: ${(error as Error).message}\n${ADMIN_USAGE}`);
+    return 2;
+  }
+  let close = (): void => undefined;
+  try {
+    // A bad event is answered before anything is looked up.
+    const parsed = parseAdminEvent(event);
+    if (parsed.action === 'issue-keys') parseKeyIssuingEvent(parsed.event);
+    const target = await resolveLocalAdmin(io.env, io.cwd);
+    await checkStackRunning(target.vendUrl, io.fetch);
+    const clock = io.clock ?? systemClock;
+    const admin = createLocalAdmin(target, { clock, logger: stderrLogger(io.stderr) });
+    close = admin.close;
+    const result = await admin.run(event);
+    io.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    return 0;
+  } catch (error) {
+    return report(error, io);
+  } finally {
+    close();
+  }
+}

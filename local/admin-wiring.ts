@@ -1,0 +1,185 @@
+/**
+ * The admin function's core (functions/admin) wired to the running local
+ * stack: its DynamoDB table, its sealing key, its provider (simulator or
+ * PROVIDER_BASE_URL) and its vend URL. Settings come from the environment
+ * `npm start` was given, each missing one from `.local/stack.json`.
+ */
+import { join, resolve } from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { TokenVendingClient } from '../client/index.js';
+import { StaticCredentials } from '../functions/adapters/credentials.js';
+import { DynamoDbKeyJobStore } from '../functions/adapters/dynamodb-key-job-store.js';
+import { DynamoDbTokenStore } from '../functions/adapters/dynamodb-token-store.js';
+import { FileKeyVault } from '../functions/adapters/file-key-vault.js';
+import { AesGcmSealer } from '../functions/adapters/sealers.js';
+import { type AdminResult, createAdmin } from '../functions/admin/admin.js';
+import type { Clock } from '../functions/core/clock.js';
+import type { Env } from '../functions/core/config.js';
+import type { CoreLogger } from '../functions/core/token-service-types.js';
+import { createKeyIssuingJob } from '../functions/issue-keys/job.js';
+import { forceRefresh } from '../functions/refresh/force-refresh.js';
+import { createVendRuntime } from '../functions/vend-token/runtime.js';
+import type { LocalIdentity } from './local-identities.js';
+import { DEMO_PROVIDER_CREDENTIALS } from './provider-simulator.js';
+import { readSealingKey } from './sealing-key.js';
+import { DEFAULT_STACK_FILE, type StackInfo } from './stack.js';
+import {
+  type LocalSettings,
+  overlayEnv,
+  readLocalSettings,
+  readStackInfo,
+  stackFileEnv,
+} from './stack-config.js';
+import { LOCAL_AWS_CREDENTIALS } from './table.js';
+
+/** A failure of the local wiring itself; the message starts with the code. */
+export class LocalAdminError extends Error {
+  override name = 'LocalAdminError';
+  readonly code: string;
+  constructor(code: string, detail: string) {
+    super(`${code}: ${detail}`);
+    this.code = code;
+    this.stack = `${this.name}: ${this.message}`;
+  }
+}
+
+/** Where the admin reaches the running stack, and with what. */
+export interface LocalAdminTarget {
+  readonly info: StackInfo;
+  readonly settings: LocalSettings;
+  /** `http://127.0.0.1:<PORT>` when PORT is set (and not 0), else the stack file's functionUrl. */
+  readonly vendUrl: string;
+  readonly dynamodbEndpoint: string;
+  /** Absolute LOCAL_SECRETS_DIR. */
+  readonly secretsDir: string;
+  readonly sealingKey: Buffer;
+}
+
+/**
+ * Resolves every setting: the environment first, then `<cwd>/.local/stack.json`,
+ * which must exist (it names the stack's sealing key).
+ * @throws LocalAdminError `no_local_stack`, StackFileError, ConfigError, SealingKeyError
+ */
+export async function resolveLocalAdmin(env: Env, cwd: string): Promise<LocalAdminTarget> {
+  const info = await readStackInfo(join(cwd, DEFAULT_STACK_FILE), DEFAULT_STACK_FILE);
+  if (info === undefined) {
+    throw new LocalAdminError(
+      'no_local_stack',
+      `no ${DEFAULT_STACK_FILE} here: start the local stack with npm start in this directory ` +
+        '(npm run admin reads its DynamoDB endpoint, URLs and sealing key from that file)',
+    );
+  }
+  const settings = readLocalSettings(overlayEnv(stackFileEnv(info), env));
+  const sealingKey = await readSealingKey(info.sealingKeyFile as string);
+  return {
+    info,
+    settings,
+    vendUrl:
+      settings.portGiven && settings.port !== 0
+        ? `http://127.0.0.1:${settings.port}`
+        : info.functionUrl,
+    dynamodbEndpoint: settings.dynamodbEndpoint ?? info.dynamodbEndpoint,
+    secretsDir: resolve(cwd, settings.localSecretsDir),
+    sealingKey,
+  };
+}
+
+/**
+ * Fails with `stack_not_running` unless something answers HTTP at the vend
+ * URL: a stack file left by a stack that did not stop cleanly names a dead
+ * DynamoDB endpoint and a sealing key nobody uses.
+ */
+export async function checkStackRunning(
+  vendUrl: string,
+  fetchImpl: typeof fetch = globalThis.fetch,
+): Promise<void> {
+  try {
+    const response = await fetchImpl(`${vendUrl}/healthz`, { signal: AbortSignal.timeout(3000) });
+    await response.body?.cancel();
+  } catch {
+    throw new LocalAdminError(
+      'stack_not_running',
+      `no local stack answers at ${vendUrl}: start it with npm start ` +
+        `(${DEFAULT_STACK_FILE} may be left over from a stack that did not stop cleanly)`,
+    );
+  }
+}
+
+export interface LocalAdmin {
+  readonly run: (event: unknown) => Promise<AdminResult>;
+  close(): void;
+}
+
+/** The admin core over the stack's table, sealing key, provider and vend URL. */
+export function createLocalAdmin(
+  target: LocalAdminTarget,
+  deps: { readonly clock: Clock; readonly logger: CoreLogger },
+): LocalAdmin {
+  const { settings, info } = target;
+  const dynamodb = new DynamoDBClient({
+    endpoint: target.dynamodbEndpoint,
+    region: settings.region,
+    credentials: LOCAL_AWS_CREDENTIALS,
+    maxAttempts: 2,
+    requestHandler: { connectionTimeout: 1000, requestTimeout: 5000 },
+  });
+  const store = new DynamoDbTokenStore(dynamodb, settings.vend.tableName);
+  const jobs = new DynamoDbKeyJobStore(dynamodb, settings.vend.tableName);
+  const sealer = new AesGcmSealer(target.sealingKey);
+  const { externalProvider } = settings;
+  // The same provider and credentials as the stack (version 'local' as there),
+  // so a token minted here is current for the stack's vend path.
+  const providerUrl = externalProvider?.baseUrl ?? info.providerUrl;
+  const runtime = createVendRuntime({
+    store,
+    sealer,
+    credentials: new StaticCredentials(
+      externalProvider
+        ? { key: externalProvider.key, secret: externalProvider.secret, version: 'local' }
+        : { ...DEMO_PROVIDER_CREDENTIALS, version: 'local' },
+    ),
+    provider: { baseUrl: providerUrl, unscopedScopeMode: settings.vend.unscopedScopeMode },
+    policy: settings.vend.policy,
+    tokenConfig: { refreshAheadSeconds: settings.vend.refreshAheadSeconds },
+    logger: deps.logger,
+    clock: deps.clock,
+  });
+  // The job reaches the vend URL as any caller would: signed as the first local identity.
+  const identity = settings.identities[0] as LocalIdentity;
+  const job = createKeyIssuingJob(
+    {
+      store: jobs,
+      vault: new FileKeyVault(target.secretsDir),
+      sealer,
+      tokens: new TokenVendingClient({
+        url: target.vendUrl,
+        region: settings.region,
+        credentials: {
+          accessKeyId: identity.accessKeyId,
+          secretAccessKey: identity.secretAccessKey,
+          ...(identity.sessionToken === undefined ? {} : { sessionToken: identity.sessionToken }),
+        },
+      }),
+      logger: deps.logger,
+      clock: deps.clock,
+    },
+    {
+      providerBaseUrl: providerUrl,
+      businessApplicationIds: settings.keyIssuing.businessApplicationIds,
+      ...(settings.keyIssuing.requestBody === undefined
+        ? {}
+        : { requestBody: settings.keyIssuing.requestBody }),
+    },
+  );
+  const run = createAdmin({
+    store,
+    jobs,
+    refresh: (scope) => forceRefresh(runtime.tokens, scope),
+    issueKeys: (event) => job.handle(event),
+    scopes: settings.vend.policy.scopes,
+    inUseWindowSeconds: settings.inUseWindowSeconds,
+    clock: deps.clock,
+    logger: deps.logger,
+  });
+  return { run, close: () => dynamodb.destroy() };
+}

@@ -1,0 +1,402 @@
+/**
+ * Who may do what: the vend URL's resource-based policy and every role's
+ * statements. Read-only assertions on the example stage share one fresh stack
+ * per `describe`; tests with their own stage build their own.
+ */
+import type { Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { example } from '../../infra/stages/example.js';
+import {
+  actionsOf,
+  allStatements,
+  functionId,
+  logicalId,
+  roleIdOf,
+  type Statement,
+  stage,
+  statementsOf,
+  synth,
+} from '../support/infra.js';
+
+const VEND = 'token-vending-example-vend-token';
+const REFRESH = 'token-vending-example-refresh';
+const ISSUE_KEYS = 'token-vending-example-issue-keys';
+const ADMIN = 'token-vending-example-admin';
+
+interface Permission {
+  Action: string;
+  FunctionName: unknown;
+  Principal: unknown;
+  FunctionUrlAuthType?: string;
+  InvokedViaFunctionUrl?: boolean;
+}
+
+function permissions(template: Template): Permission[] {
+  return Object.values(template.findResources('AWS::Lambda::Permission')).map(
+    (r) => (r as { Properties: Permission }).Properties,
+  );
+}
+
+/** Each principal's permissions on the vend function, as `action/condition` strings. */
+function grantsByPrincipal(template: Template): Map<string, string[]> {
+  const vend = functionId(template, VEND);
+  const byPrincipal = new Map<string, string[]>();
+  for (const p of permissions(template)) {
+    expect(p.FunctionName).toEqual({ 'Fn::GetAtt': [vend, 'Arn'] });
+    const key = JSON.stringify(p.Principal);
+    const grant =
+      p.Action === 'lambda:InvokeFunctionUrl'
+        ? `${p.Action}/FunctionUrlAuthType=${p.FunctionUrlAuthType}`
+        : `${p.Action}/InvokedViaFunctionUrl=${p.InvokedViaFunctionUrl}`;
+    byPrincipal.set(key, [...(byPrincipal.get(key) ?? []), grant].sort());
+  }
+  return byPrincipal;
+}
+
+const CALLER_GRANTS = [
+  'lambda:InvokeFunction/InvokedViaFunctionUrl=true',
+  'lambda:InvokeFunctionUrl/FunctionUrlAuthType=AWS_IAM',
+];
+
+const keyIssuerPrincipal = (template: Template) =>
+  JSON.stringify({ 'Fn::GetAtt': [roleIdOf(template, ISSUE_KEYS), 'Arn'] });
+
+describe('the vend Function URL', () => {
+  let template: Template;
+  beforeAll(() => {
+    template = synth().template;
+  });
+
+  it('takes IAM-signed requests only', () => {
+    template.hasResourceProperties('AWS::Lambda::Url', {
+      AuthType: 'AWS_IAM',
+      TargetFunctionArn: { 'Fn::GetAtt': [functionId(template, VEND), 'Arn'] },
+    });
+    template.resourceCountIs('AWS::Lambda::Url', 1);
+  });
+
+  it("grants exactly the access policy's principals and the issue-keys role, both permissions each", () => {
+    const expected = new Map([
+      ...example.accessPolicy.grants.map(
+        (g) => [JSON.stringify(g.principal), CALLER_GRANTS] as const,
+      ),
+      [keyIssuerPrincipal(template), CALLER_GRANTS],
+    ]);
+
+    expect(grantsByPrincipal(template)).toEqual(expected);
+  });
+
+  it('grants no function but vend to anyone through a resource-based policy', () => {
+    const vend = functionId(template, VEND);
+    for (const p of permissions(template)) {
+      expect(p.FunctionName).toEqual({ 'Fn::GetAtt': [vend, 'Arn'] });
+    }
+  });
+});
+
+describe('URL permissions follow the access policy', () => {
+  it('grants each distinct principal once, account roots by account id, no more', () => {
+    const principals = [
+      'arn:aws:iam::111122223333:role/payments/checkout',
+      'arn:aws:iam::111122223333:user/ops-tool',
+      'arn:aws:iam::444455556666:root',
+    ];
+    const { template } = synth(
+      stage({
+        accessPolicy: {
+          scopes: ['ba_1', 'ba_2'],
+          grants: [
+            { principal: principals[0], scopes: ['ba_1'] },
+            { principal: principals[0], scopes: ['ba_2'] },
+            { principal: principals[1], unscoped: true },
+            { principal: principals[2], scopes: ['*'] },
+          ],
+        },
+      }),
+    );
+
+    expect(grantsByPrincipal(template)).toEqual(
+      new Map([
+        [JSON.stringify(principals[0]), CALLER_GRANTS],
+        [JSON.stringify(principals[1]), CALLER_GRANTS],
+        [JSON.stringify('444455556666'), CALLER_GRANTS],
+        [keyIssuerPrincipal(template), CALLER_GRANTS],
+      ]),
+    );
+  });
+
+  it('grants only the issue-keys role when the policy has no grants', () => {
+    const { template } = synth(stage({ accessPolicy: { scopes: [], grants: [] } }));
+
+    expect([...grantsByPrincipal(template).keys()]).toEqual([keyIssuerPrincipal(template)]);
+  });
+
+  it('keeps a permission when the policy is reordered', () => {
+    const ids = (grants: typeof example.accessPolicy.grants) =>
+      Object.keys(
+        synth(stage({ accessPolicy: { ...example.accessPolicy, grants } })).template.findResources(
+          'AWS::Lambda::Permission',
+        ),
+      ).sort();
+
+    expect(ids([...example.accessPolicy.grants].reverse())).toEqual(
+      ids(example.accessPolicy.grants),
+    );
+  });
+});
+
+describe('least privilege', () => {
+  let template: Template;
+  let table: string;
+  let key: string;
+  let queue: string;
+  beforeAll(() => {
+    template = synth().template;
+    table = logicalId(template, 'AWS::DynamoDB::Table', '"ttl"');
+    key = logicalId(template, 'AWS::KMS::Key', 'seals cached tokens');
+    queue = logicalId(template, 'AWS::SQS::Queue', 'SqsManagedSseEnabled');
+  });
+
+  const secretArn = {
+    'Fn::Join': [
+      '',
+      [
+        'arn:',
+        { Ref: 'AWS::Partition' },
+        ':secretsmanager:',
+        { Ref: 'AWS::Region' },
+        ':',
+        { Ref: 'AWS::AccountId' },
+        ':secret:token-vending/example/provider-credentials-??????',
+      ],
+    ],
+  };
+  const logs = (name: string): Statement => {
+    const fn = template.toJSON().Resources[functionId(template, name)];
+    return {
+      Effect: 'Allow',
+      Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+      Resource: { 'Fn::GetAtt': [fn.Properties.LoggingConfig.LogGroup.Ref, 'Arn'] },
+    };
+  };
+  const items = (actions: string[], prefix: string, sid: string): Statement => ({
+    Sid: sid,
+    Effect: 'Allow',
+    Action: actions.length === 1 ? (actions[0] as string) : actions,
+    Resource: { 'Fn::GetAtt': [table, 'Arn'] },
+    Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${prefix}*`] } },
+  });
+  const scan = (): Statement => ({
+    Sid: 'ScanTable',
+    Effect: 'Allow',
+    Action: 'dynamodb:Scan',
+    Resource: { 'Fn::GetAtt': [table, 'Arn'] },
+  });
+  const viaDynamoDb = (): Statement => ({
+    Sid: 'TableKeyThroughDynamoDBOnly',
+    Effect: 'Allow',
+    Action: [
+      'kms:Decrypt',
+      'kms:DescribeKey',
+      'kms:Encrypt',
+      'kms:GenerateDataKey',
+      'kms:GenerateDataKeyWithoutPlaintext',
+      'kms:ReEncryptFrom',
+      'kms:ReEncryptTo',
+    ],
+    Resource: { 'Fn::GetAtt': [key, 'Arn'] },
+    Condition: {
+      StringEquals: {
+        'kms:ViaService': {
+          'Fn::Join': ['', ['dynamodb.', { Ref: 'AWS::Region' }, '.amazonaws.com']],
+        },
+      },
+    },
+  });
+  const seal = (prefix: string, sid: string, actions: string[]): Statement => ({
+    Sid: sid,
+    Effect: 'Allow',
+    Action: actions,
+    Resource: { 'Fn::GetAtt': [key, 'Arn'] },
+    Condition: { StringLike: { 'kms:EncryptionContext:pk': `${prefix}*` } },
+  });
+  const readSecret = (): Statement => ({
+    Sid: 'ReadProviderCredentials',
+    Effect: 'Allow',
+    Action: 'secretsmanager:GetSecretValue',
+    Resource: secretArn,
+  });
+  const failedRuns = (): Statement => ({
+    Effect: 'Allow',
+    Action: ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'],
+    Resource: { 'Fn::GetAtt': [queue, 'Arn'] },
+  });
+
+  it('lets vend use token items, the key for tokens, and the one secret: nothing else', () => {
+    expect(statementsOf(template, roleIdOf(template, VEND))).toEqual([
+      logs(VEND),
+      items(['dynamodb:GetItem', 'dynamodb:UpdateItem'], 'TOKEN#', 'ItemsTokenOnly'),
+      viaDynamoDb(),
+      seal('TOKEN#', 'SealTokens', ['kms:Encrypt', 'kms:Decrypt']),
+      readSecret(),
+    ]);
+  });
+
+  it('lets refresh do what vend does, plus Scan and its failed-runs destination', () => {
+    expect(statementsOf(template, roleIdOf(template, REFRESH))).toEqual([
+      logs(REFRESH),
+      items(['dynamodb:GetItem', 'dynamodb:UpdateItem'], 'TOKEN#', 'ItemsTokenOnly'),
+      scan(),
+      viaDynamoDb(),
+      seal('TOKEN#', 'SealTokens', ['kms:Encrypt', 'kms:Decrypt']),
+      readSecret(),
+      failedRuns(),
+    ]);
+  });
+
+  it('lets issue-keys use key-job items, envelope-seal them, and write secrets under its prefix only', () => {
+    expect(statementsOf(template, roleIdOf(template, ISSUE_KEYS))).toEqual([
+      logs(ISSUE_KEYS),
+      items(['dynamodb:GetItem', 'dynamodb:UpdateItem'], 'KEYS#', 'ItemsKeysOnly'),
+      viaDynamoDb(),
+      seal('KEYS#', 'SealKeys', ['kms:GenerateDataKey', 'kms:Decrypt']),
+      {
+        Sid: 'WriteIssuedKeySecrets',
+        Effect: 'Allow',
+        Action: ['secretsmanager:CreateSecret', 'secretsmanager:PutSecretValue'],
+        Resource: {
+          'Fn::Join': [
+            '',
+            [
+              'arn:',
+              { Ref: 'AWS::Partition' },
+              ':secretsmanager:',
+              { Ref: 'AWS::Region' },
+              ':',
+              { Ref: 'AWS::AccountId' },
+              ':secret:token-vending/example/basic-auth/*',
+            ],
+          ],
+        },
+      },
+      failedRuns(),
+    ]);
+  });
+
+  it('lets admin scan, delete token items and invoke refresh and issue-keys: no key, no secret', () => {
+    expect(statementsOf(template, roleIdOf(template, ADMIN))).toEqual([
+      logs(ADMIN),
+      items(['dynamodb:DeleteItem'], 'TOKEN#', 'ItemsTokenOnly'),
+      scan(),
+      viaDynamoDb(),
+      {
+        Sid: 'InvokeRefreshAndIssueKeys',
+        Effect: 'Allow',
+        Action: 'lambda:InvokeFunction',
+        Resource: [
+          { 'Fn::GetAtt': [functionId(template, REFRESH), 'Arn'] },
+          { 'Fn::GetAtt': [functionId(template, ISSUE_KEYS), 'Arn'] },
+        ],
+      },
+    ]);
+  });
+
+  it('lets each schedule invoke its one function and send to the failed-runs queue', () => {
+    for (const name of [REFRESH, ISSUE_KEYS]) {
+      const target = functionId(template, name);
+      const schedule = Object.values(
+        template.findResources('AWS::Scheduler::Schedule', {
+          Properties: { Target: { Arn: { 'Fn::GetAtt': [target, 'Arn'] } } },
+        }),
+      )[0] as { Properties: { Target: { RoleArn: { 'Fn::GetAtt': [string, string] } } } };
+      const role = schedule.Properties.Target.RoleArn['Fn::GetAtt'][0];
+
+      expect(statementsOf(template, role)).toEqual([
+        {
+          Sid: 'InvokeTheTarget',
+          Effect: 'Allow',
+          Action: 'lambda:InvokeFunction',
+          Resource: { 'Fn::GetAtt': [target, 'Arn'] },
+        },
+        {
+          Sid: 'DeadLetters',
+          Effect: 'Allow',
+          Action: 'sqs:SendMessage',
+          Resource: { 'Fn::GetAtt': [queue, 'Arn'] },
+        },
+      ]);
+      expect(template.toJSON().Resources[role].Properties.AssumeRolePolicyDocument).toEqual({
+        Version: '2012-10-17',
+        Statement: [
+          {
+            Effect: 'Allow',
+            Action: 'sts:AssumeRole',
+            Principal: { Service: 'scheduler.amazonaws.com' },
+            Condition: { StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } },
+          },
+        ],
+      });
+    }
+  });
+
+  it('lets no role but vend and refresh read the credentials secret', () => {
+    const readers = [...allStatements(template)]
+      .filter(([, statements]) =>
+        statements.some((s) =>
+          actionsOf(s).some((a) => /^secretsmanager:(GetSecretValue|\*)$|^\*$/.test(a)),
+        ),
+      )
+      .map(([role]) => role)
+      .sort();
+
+    expect(readers).toEqual([roleIdOf(template, REFRESH), roleIdOf(template, VEND)].sort());
+  });
+
+  it('uses no wildcard resource or action but the acknowledged key-secrets prefix', () => {
+    const wildcards = [...allStatements(template)].flatMap(([role, statements]) =>
+      statements.flatMap((s) => [
+        ...actionsOf(s)
+          .filter((a) => a.includes('*'))
+          .map((a) => `${role} action ${a}`),
+        ...(Array.isArray(s.Resource) ? s.Resource : [s.Resource])
+          .map((r) => JSON.stringify(r))
+          .filter((r) => r.includes('*'))
+          .map((r) => `${role} resource ${r}`),
+      ]),
+    );
+
+    expect(wildcards).toEqual([
+      `${roleIdOf(template, ISSUE_KEYS)} resource ${JSON.stringify(
+        statementsOf(template, roleIdOf(template, ISSUE_KEYS)).find(
+          (s) => s.Sid === 'WriteIssuedKeySecrets',
+        )?.Resource,
+      )}`,
+    ]);
+  });
+
+  it('attaches no managed policy to any role', () => {
+    for (const role of Object.values(template.findResources('AWS::IAM::Role'))) {
+      expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+    }
+  });
+});
+
+describe('least privilege with a complete secret ARN', () => {
+  it('grants GetSecretValue on exactly that ARN', () => {
+    const arn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:provider-AbC123';
+    const { template } = synth(stage({ credentialsSecret: arn }));
+
+    for (const name of [VEND, REFRESH]) {
+      expect(
+        statementsOf(template, roleIdOf(template, name)).find(
+          (s) => s.Sid === 'ReadProviderCredentials',
+        ),
+      ).toEqual({
+        Sid: 'ReadProviderCredentials',
+        Effect: 'Allow',
+        Action: 'secretsmanager:GetSecretValue',
+        Resource: arn,
+      });
+    }
+  });
+});

@@ -1,0 +1,197 @@
+import { describe, expect, it } from 'vitest';
+import {
+  StageConfigError,
+  type StageInput,
+  selectStage,
+  validateStage,
+} from '../../infra/config.js';
+import { example } from '../../infra/stages/example.js';
+import { DEFAULT_STAGE, stages } from '../../infra/stages/index.js';
+
+/** The problems a configuration is rejected with (and that it is rejected at all). */
+function problemsOf(input: unknown): readonly string[] {
+  try {
+    validateStage(input, '"test"');
+  } catch (error) {
+    expect(error).toBeInstanceOf(StageConfigError);
+    return (error as StageConfigError).problems;
+  }
+  throw new Error('the configuration was accepted');
+}
+
+const withChanges = (changes: Record<string, unknown>): unknown => ({ ...example, ...changes });
+
+describe('validateStage', () => {
+  it('accepts the example stage and fills in the defaults', () => {
+    const { accessPolicy, unscopedScopeMode, logRetentionDays, ...rest } = example;
+    const config = validateStage({ ...rest, accessPolicy });
+
+    expect(config.unscopedScopeMode).toBe('omit');
+    expect(config.logRetentionDays).toBe(365);
+    expect(config.policy.principals).toEqual([
+      'arn:aws:iam::111122223333:role/checkout',
+      'arn:aws:iam::111122223333:role/support',
+    ]);
+    expect(config.keyIssuing).toEqual({
+      businessApplicationIds: ['ba_123'],
+      schedule: 'cron(0 3 * * ? *)',
+    });
+  });
+
+  it('tells a complete secret ARN from a secret name', () => {
+    const arn =
+      'arn:aws:secretsmanager:eu-west-1:111122223333:secret:token-vending/prod/provider-AbC123';
+
+    expect(validateStage(withChanges({ credentialsSecret: arn })).credentialsSecret).toEqual({
+      kind: 'arn',
+      arn,
+    });
+    expect(
+      validateStage(withChanges({ credentialsSecret: 'token-vending/prod/provider' }))
+        .credentialsSecret,
+    ).toEqual({ kind: 'name', name: 'token-vending/prod/provider' });
+  });
+
+  it('keeps a key-issuing request body as JSON text', () => {
+    const config = validateStage(
+      withChanges({
+        keyIssuing: { ...example.keyIssuing, requestBody: { label: 'issued by token vending' } },
+      }),
+    );
+
+    expect(config.keyIssuing.requestBody).toBe('{"label":"issued by token vending"}');
+  });
+
+  it('reports every problem of a bad configuration at once, naming each field', () => {
+    const problems = problemsOf({
+      stage: 'Prod_1',
+      account: '1234',
+      region: 'Ireland',
+      providerBaseUrl: 'http://api.provider.example',
+      credentialsSecret: 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:provider',
+      accessPolicy: { scopes: ['ba_1'], grants: [{ principal: 'checkout', scopes: ['ba_2'] }] },
+      keyIssuing: { businessApplicationIds: ['ba 1', 'ba_2', 'ba_2'], schedule: 'daily' },
+      unscopedScopeMode: 'none',
+      alarmEmail: 'oncall',
+      secretsPrefix: '/token-vending/',
+      vendReservedConcurrency: 0,
+      logRetentionDays: 42,
+      colour: 'blue',
+    });
+
+    expect(problems).toEqual([
+      'unknown field "colour"',
+      'stage must match ^[a-z][a-z0-9-]{0,19}$ (it names the stack and functions)',
+      'account must be a 12-digit AWS account id',
+      'region must be an AWS region name such as eu-west-1',
+      'providerBaseUrl must be an https: URL (the key, secret and tokens go there)',
+      'credentialsSecret must be the complete secret ARN (ending in "-" and the six characters Secrets Manager adds) or the secret name',
+      expect.stringMatching(
+        /^accessPolicy is invalid: grants\.0\.principal: must be an IAM role ARN.*grants\.0\.scopes: "ba_2" is not listed in scopes$/,
+      ),
+      'keyIssuing.businessApplicationIds[0] must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$',
+      'keyIssuing.businessApplicationIds[2] repeats "ba_2"',
+      expect.stringMatching(/^keyIssuing\.schedule must be an EventBridge Scheduler expression/),
+      'unscopedScopeMode must be omit or empty',
+      'alarmEmail must be an e-mail address',
+      expect.stringMatching(/^secretsPrefix: the secrets prefix must be 1\.\.256 of/),
+      'vendReservedConcurrency must be an integer from 1 to 1000',
+      expect.stringMatching(/^logRetentionDays must be one of 1, 3, 5, /),
+    ]);
+  });
+
+  it('puts every problem in the error message, one per line', () => {
+    expect(() =>
+      validateStage(withChanges({ providerBaseUrl: 'ftp://x', secretsPrefix: '' }), '"prod"'),
+    ).toThrow(
+      'Invalid stage configuration "prod":\n  - providerBaseUrl must be an https: URL (the key, secret and tokens go there)\n  - secretsPrefix is required',
+    );
+  });
+
+  it('names each missing required field', () => {
+    expect(problemsOf({})).toEqual([
+      'stage is required',
+      'providerBaseUrl is required',
+      'credentialsSecret is required',
+      'accessPolicy is required',
+      'keyIssuing is required ({ businessApplicationIds, schedule })',
+      'secretsPrefix is required',
+    ]);
+  });
+
+  it('rejects fields of the wrong type without echoing their values', () => {
+    expect(
+      problemsOf(
+        withChanges({
+          stage: 7,
+          providerBaseUrl: ['https://x'],
+          keyIssuing: { businessApplicationIds: 'ba_1', schedule: 'rate(1 day)', when: 'now' },
+        }),
+      ),
+    ).toEqual([
+      'stage must be a string',
+      'providerBaseUrl must be a string',
+      'keyIssuing: unknown field "when"',
+      'keyIssuing.businessApplicationIds must be an array of ids (may be empty)',
+    ]);
+  });
+
+  it('rejects an access policy too large for the functions environment', () => {
+    const grants = Array.from({ length: 60 }, (_, i) => ({
+      principal: `arn:aws:iam::111122223333:role/service-with-a-long-name-${i}`,
+      scopes: ['*'],
+    }));
+
+    expect(problemsOf(withChanges({ accessPolicy: { scopes: ['ba_1'], grants } }))).toEqual([
+      expect.stringMatching(
+        /^accessPolicy is \d+ bytes as JSON; at most 3000 fit in the functions' 4 KB of environment variables/,
+      ),
+    ]);
+  });
+
+  it.each([
+    ['rate(5 minutes)'],
+    ['rate(1 day)'],
+    ['cron(0 3 * * ? *)'],
+    ['cron(15 */6 ? * MON-FRI *)'],
+    ['at(2027-01-01T03:00:00)'],
+  ])('accepts the schedule %s', (schedule) => {
+    expect(
+      validateStage(withChanges({ keyIssuing: { businessApplicationIds: [], schedule } }))
+        .keyIssuing.schedule,
+    ).toBe(schedule);
+  });
+
+  it.each([
+    ['rate(5 minute)'],
+    ['rate(1 days)'],
+    ['cron(0 3 * * ?)'],
+    ['every day'],
+    ['rate(0.5 hours)'],
+  ])('rejects the schedule %s', (schedule) => {
+    expect(
+      problemsOf(withChanges({ keyIssuing: { businessApplicationIds: [], schedule } })),
+    ).toEqual([expect.stringMatching(/^keyIssuing\.schedule must be/)]);
+  });
+});
+
+describe('selectStage', () => {
+  it('picks the example stage when no stage is named', () => {
+    expect(DEFAULT_STAGE).toBe('example');
+    expect(selectStage(stages, undefined, DEFAULT_STAGE).stage).toBe('example');
+  });
+
+  it('names the known stages when asked for an unknown one', () => {
+    expect(() => selectStage(stages, 'prod', DEFAULT_STAGE)).toThrow(
+      'Invalid stage configuration "prod":\n  - no such stage; known stages: example (add one in infra/stages/)',
+    );
+  });
+
+  it('rejects a stage registered under another name than its own', () => {
+    const misfiled: Record<string, StageInput> = { prod: example };
+
+    expect(() => selectStage(misfiled, 'prod', 'prod')).toThrow(
+      'its stage field is "example"; register it under that name',
+    );
+  });
+});

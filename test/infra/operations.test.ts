@@ -1,0 +1,540 @@
+/**
+ * Schedules, the failed-runs queue, the dashboard, the alarms and the console
+ * test events. Read-only assertions on the example stage share one fresh stack
+ * per `describe`; tests with their own stage build their own.
+ */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Match, type Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parseAdminEvent } from '../../functions/admin/admin-event.js';
+import { parseKeyIssuingEvent } from '../../functions/issue-keys/event.js';
+import {
+  TEST_EVENT_NAME,
+  TEST_EVENT_REGISTRY,
+} from '../../infra/constructs/console-test-events.js';
+import { example } from '../../infra/stages/example.js';
+import {
+  functionId,
+  logicalId,
+  resolveValue,
+  stage,
+  synth,
+  testEventsOf,
+} from '../support/infra.js';
+
+const VEND = 'token-vending-example-vend-token';
+const REFRESH = 'token-vending-example-refresh';
+const ISSUE_KEYS = 'token-vending-example-issue-keys';
+const ADMIN = 'token-vending-example-admin';
+const FUNCTIONS = [VEND, REFRESH, ISSUE_KEYS, ADMIN];
+const ROOT = resolve(import.meta.dirname, '../..');
+
+describe('schedules and failed runs', () => {
+  let template: Template;
+  let queue: string;
+  beforeAll(() => {
+    template = synth().template;
+    queue = logicalId(template, 'AWS::SQS::Queue', 'SqsManagedSseEnabled');
+  });
+
+  it.each([
+    [REFRESH, 'rate(5 minutes)', 240],
+    [ISSUE_KEYS, example.keyIssuing.schedule, 3600],
+  ])('invokes %s on %s with retries and the dead-letter queue', (name, expression, maxAge) => {
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: expression,
+      ScheduleExpressionTimezone: 'Etc/UTC',
+      State: 'ENABLED',
+      FlexibleTimeWindow: { Mode: 'OFF' },
+      Target: {
+        Arn: { 'Fn::GetAtt': [functionId(template, name), 'Arn'] },
+        Input: '{}',
+        RetryPolicy: { MaximumRetryAttempts: 3, MaximumEventAgeInSeconds: maxAge },
+        DeadLetterConfig: { Arn: { 'Fn::GetAtt': [queue, 'Arn'] } },
+      },
+    });
+  });
+
+  it.each([
+    [REFRESH, 1, 240],
+    [ISSUE_KEYS, 2, 3600],
+  ])(
+    'retries a failed run of %s %i time(s), then sends it to the same queue',
+    (name, retries, age) => {
+      template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+        FunctionName: { Ref: functionId(template, name) },
+        Qualifier: '$LATEST',
+        MaximumRetryAttempts: retries,
+        MaximumEventAgeInSeconds: age,
+        DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [queue, 'Arn'] } } },
+      });
+    },
+  );
+
+  it('schedules nothing but refresh and issue-keys', () => {
+    template.resourceCountIs('AWS::Scheduler::Schedule', 2);
+    template.resourceCountIs('AWS::Lambda::EventInvokeConfig', 2);
+  });
+
+  it('encrypts the failed-runs queue and refuses requests without TLS', () => {
+    template.hasResourceProperties('AWS::SQS::Queue', {
+      SqsManagedSseEnabled: true,
+      MessageRetentionPeriod: 1_209_600,
+    });
+    template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+      Queues: [{ Ref: queue }],
+      PolicyDocument: {
+        Statement: [
+          Match.objectLike({
+            Effect: 'Deny',
+            Action: 'sqs:*',
+            Principal: { AWS: '*' },
+            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+          }),
+        ],
+      },
+    });
+  });
+});
+
+/** Every metric name the functions emit, read from their sources. */
+function emittedMetrics(): string[] {
+  const read = (path: string) => readFileSync(resolve(ROOT, path), 'utf8');
+  const union = (path: string, type: string) => {
+    const source = read(path);
+    const body = source.slice(source.indexOf(`export type ${type} =`)).split(';')[0] as string;
+    return [...body.matchAll(/'([A-Za-z]+)'/g)].map((m) => m[1] as string);
+  };
+  const added = (path: string) =>
+    [...read(path).matchAll(/addMetric\('([A-Za-z]+)'/g)].map((m) => m[1] as string);
+  return [
+    ...union('functions/core/token-service-types.ts', 'CoreMetric'),
+    ...union('functions/issue-keys/ports.ts', 'KeyJobMetric'),
+    ...added('functions/adapters/metrics.ts'),
+    ...added('functions/refresh/handler.ts'),
+  ];
+}
+
+interface Widget {
+  type: string;
+  properties: { title: string; metrics?: unknown[][]; alarms?: string[] };
+}
+
+/** Each graph's metrics as `namespace/name/dimension=value.../stat`, or the expression. */
+function graphs(template: Template): Map<string, string[]> {
+  const dashboard = Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0];
+  const body = JSON.parse(resolveValue(template, dashboard?.Properties.DashboardBody)) as {
+    widgets: Widget[];
+  };
+  return new Map(
+    body.widgets
+      .filter((w) => w.type === 'metric')
+      .map((w) => [
+        w.properties.title,
+        (w.properties.metrics ?? []).map((entry) => {
+          const options = entry.at(-1) as { stat?: string; expression?: string };
+          if (options.expression !== undefined) return options.expression;
+          const [namespace, name, ...dimensions] = entry.slice(0, -1) as string[];
+          const pairs = [];
+          for (let i = 0; i < dimensions.length; i += 2) {
+            pairs.push(`${dimensions[i]}=${dimensions[i + 1]}`);
+          }
+          return [namespace, name, ...pairs, options.stat].join('/');
+        }),
+      ]),
+  );
+}
+
+describe('dashboard and alarms', () => {
+  let template: Template;
+  let topic: string;
+  let dashboard: Map<string, string[]>;
+  beforeAll(() => {
+    template = synth().template;
+    topic = logicalId(template, 'AWS::SNS::Topic', 'alarms');
+    dashboard = graphs(template);
+  });
+
+  it('reads the metrics the functions emit in the namespace and dimensions Powertools gives them', () => {
+    const services = {
+      'vend-token': readFileSync(resolve(ROOT, 'functions/vend-token/handler.ts'), 'utf8'),
+      refresh: readFileSync(resolve(ROOT, 'functions/refresh/handler.ts'), 'utf8'),
+      'issue-keys': readFileSync(resolve(ROOT, 'functions/issue-keys/handler.ts'), 'utf8'),
+    };
+    expect(services['vend-token']).toContain("createAwsRuntime(process.env, 'vend-token')");
+    expect(services.refresh).toMatch(/createAwsRuntime\(\s*process\.env,\s*'refresh'/);
+    expect(services['issue-keys']).toContain(
+      "new Metrics({ namespace: 'TokenVending', serviceName: 'issue-keys' })",
+    );
+
+    const shown = [...dashboard.values()].flat();
+    const metrics = emittedMetrics();
+    expect(metrics).toEqual(expect.arrayContaining(['Vends', 'UpstreamErrors', 'KeysIssued']));
+    for (const name of metrics.filter((m) => m !== 'Vends')) {
+      expect(shown.some((m) => new RegExp(`^TokenVending/${name}/service=`).test(m))).toBe(true);
+    }
+    expect(dashboard.get('Vends by outcome')).toEqual([
+      `SEARCH('{TokenVending,outcome,service} MetricName="Vends" service="vend-token"', 'Sum', 300)`,
+    ]);
+    expect(dashboard.get('Vend latency (ms)')).toEqual(
+      ['p50', 'p90', 'p99', 'Maximum'].map(
+        (s) => `TokenVending/VendLatency/service=vend-token/${s}`,
+      ),
+    );
+    expect(dashboard.get('Upstream token requests and errors')).toEqual([
+      'TokenVending/UpstreamRequests/service=vend-token/Sum',
+      'TokenVending/UpstreamRequests/service=refresh/Sum',
+      'TokenVending/UpstreamErrors/service=vend-token/Sum',
+      'TokenVending/UpstreamErrors/service=refresh/Sum',
+    ]);
+    expect(dashboard.get('Key issuing')).toContain(
+      'TokenVending/KeyIssuingFailures/service=issue-keys/Sum',
+    );
+  });
+
+  it('shows errors, throttles and the failed-runs queue of every function', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Dashboard', {
+      DashboardName: 'token-vending-example',
+    });
+    for (const [title, metric] of [
+      ['Function errors', 'Errors'],
+      ['Function throttles', 'Throttles'],
+    ] as const) {
+      expect(dashboard.get(title)).toEqual(
+        [VEND, REFRESH, ISSUE_KEYS, ADMIN].map(
+          (name) =>
+            `AWS/Lambda/${metric}/FunctionName=${functionId(template, name).toLowerCase()}-physical-name/Sum`,
+        ),
+      );
+    }
+    expect(dashboard.get('Failed runs queue')).toEqual([
+      expect.stringMatching(
+        /^AWS\/SQS\/ApproximateNumberOfMessagesVisible\/QueueName=.+\/Maximum$/,
+      ),
+    ]);
+  });
+
+  it('raises exactly the alarms of SPEC section 7 and the failed-runs queue', () => {
+    const names = Object.values(template.findResources('AWS::CloudWatch::Alarm'))
+      .map((a) => a.Properties.AlarmName as string)
+      .sort();
+
+    expect(names).toEqual(
+      [
+        'upstream-errors',
+        'credentials-rejected',
+        'vend-internal-errors',
+        ...['vend-token', 'refresh', 'issue-keys', 'admin'].flatMap((f) => [
+          `${f}-errors`,
+          `${f}-throttles`,
+        ]),
+        'key-issuing-failures',
+        'failed-runs',
+      ]
+        .map((n) => `token-vending-example-${n}`)
+        .sort(),
+    );
+  });
+
+  it('sends every alarm and its recovery to the topic', () => {
+    for (const alarm of Object.values(template.findResources('AWS::CloudWatch::Alarm'))) {
+      expect(alarm.Properties).toMatchObject({
+        AlarmActions: [{ Ref: topic }],
+        OKActions: [{ Ref: topic }],
+        TreatMissingData: 'notBreaching',
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      });
+    }
+  });
+
+  it('alarms on upstream errors of vend and refresh together', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: 'token-vending-example-upstream-errors',
+      Threshold: 5,
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 2,
+      Metrics: Match.arrayWith([
+        Match.objectLike({ Expression: 'FILL(vend, 0) + FILL(refresh, 0)' }),
+        ...['vend-token', 'refresh'].map((service) =>
+          Match.objectLike({
+            MetricStat: Match.objectLike({
+              Metric: {
+                Namespace: 'TokenVending',
+                MetricName: 'UpstreamErrors',
+                Dimensions: [{ Name: 'service', Value: service }],
+              },
+              Stat: 'Sum',
+            }),
+          }),
+        ),
+      ]),
+    });
+  });
+
+  it('alarms on any rejected credentials, from a vend or from the scheduled refresh', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: 'token-vending-example-credentials-rejected',
+      Threshold: 1,
+      EvaluationPeriods: 1,
+      Metrics: Match.arrayWith([
+        Match.objectLike({ Expression: 'FILL(vend, 0) + FILL(refresh, 0)' }),
+        Match.objectLike({
+          MetricStat: Match.objectLike({
+            Metric: {
+              Namespace: 'TokenVending',
+              MetricName: 'Vends',
+              Dimensions: Match.arrayWith([
+                { Name: 'outcome', Value: 'error:upstream_credentials_rejected' },
+                { Name: 'service', Value: 'vend-token' },
+              ]),
+            },
+          }),
+        }),
+        Match.objectLike({
+          MetricStat: Match.objectLike({
+            Metric: { Namespace: 'TokenVending', MetricName: 'RefreshCredentialsRejected' },
+          }),
+        }),
+      ]),
+    });
+    const refreshLogs =
+      template.toJSON().Resources[functionId(template, REFRESH)].Properties.LoggingConfig.LogGroup;
+    template.hasResourceProperties('AWS::Logs::MetricFilter', {
+      LogGroupName: refreshLogs,
+      FilterPattern:
+        '{ ($.message = "scheduled refresh failed") && ($.error.code = "upstream_credentials_rejected") }',
+      MetricTransformations: [
+        {
+          MetricNamespace: 'TokenVending',
+          MetricName: 'RefreshCredentialsRejected',
+          MetricValue: '1',
+        },
+      ],
+    });
+  });
+
+  it('alarms on key-issuing failures and vend internal errors', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: 'token-vending-example-key-issuing-failures',
+      Namespace: 'TokenVending',
+      MetricName: 'KeyIssuingFailures',
+      Dimensions: [{ Name: 'service', Value: 'issue-keys' }],
+      Statistic: 'Sum',
+      Threshold: 1,
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: 'token-vending-example-vend-internal-errors',
+      MetricName: 'Vends',
+      Dimensions: Match.arrayWith([{ Name: 'outcome', Value: 'error:internal_error' }]),
+    });
+  });
+
+  it.each(FUNCTIONS)('alarms on errors and throttles of %s', (name) => {
+    for (const metric of ['Errors', 'Throttles']) {
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        Namespace: 'AWS/Lambda',
+        MetricName: metric,
+        Dimensions: [{ Name: 'FunctionName', Value: { Ref: functionId(template, name) } }],
+        Statistic: 'Sum',
+        Threshold: 1,
+      });
+    }
+  });
+
+  it('alarms when a run lands in the failed-runs queue', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: 'token-vending-example-failed-runs',
+      Namespace: 'AWS/SQS',
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Statistic: 'Maximum',
+    });
+  });
+
+  it('encrypts the topic with its own rotating key and takes TLS publishes only', () => {
+    const key = logicalId(template, 'AWS::KMS::Key', 'alarm topic');
+    template.hasResourceProperties('AWS::SNS::Topic', {
+      KmsMasterKeyId: { 'Fn::GetAtt': [key, 'Arn'] },
+    });
+    template.hasResourceProperties('AWS::KMS::Key', {
+      EnableKeyRotation: true,
+      KeyPolicy: {
+        Statement: Match.arrayWith([
+          {
+            Effect: 'Allow',
+            Principal: { Service: 'cloudwatch.amazonaws.com' },
+            Action: ['kms:Decrypt', 'kms:GenerateDataKey'],
+            Resource: '*',
+          },
+        ]),
+      },
+    });
+    template.hasResourceProperties('AWS::SNS::TopicPolicy', {
+      Topics: [{ Ref: topic }],
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Effect: 'Deny',
+            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+          }),
+          Match.objectLike({
+            Sid: 'CloudWatchAlarmsOfThisAccount',
+            Effect: 'Allow',
+            Principal: { Service: 'cloudwatch.amazonaws.com' },
+            Action: 'sns:Publish',
+          }),
+        ]),
+      },
+    });
+  });
+
+  it('subscribes the alarm e-mail', () => {
+    template.hasResourceProperties('AWS::SNS::Subscription', {
+      Protocol: 'email',
+      Endpoint: example.alarmEmail,
+      TopicArn: { Ref: topic },
+    });
+  });
+});
+
+describe('alarm e-mail is optional', () => {
+  it('subscribes nobody without one', () => {
+    const { alarmEmail: _, ...rest } = example;
+    synth(rest).template.resourceCountIs('AWS::SNS::Subscription', 0);
+  });
+});
+
+describe('console test events', () => {
+  let template: Template;
+  beforeAll(() => {
+    template = synth().template;
+  });
+
+  it('creates the shared registry if it is missing, and never deletes it', () => {
+    const registry = Object.values(
+      template.findResources('Custom::LambdaTestEventRegistry'),
+    )[0] as { Properties: Record<string, string> };
+    expect(registry.Properties.Delete).toBeUndefined();
+    for (const phase of ['Create', 'Update']) {
+      expect(JSON.parse(registry.Properties[phase] as string)).toEqual({
+        service: '@aws-sdk/client-schemas',
+        action: 'CreateRegistry',
+        parameters: { RegistryName: TEST_EVENT_REGISTRY, Description: expect.any(String) },
+        physicalResourceId: { id: TEST_EVENT_REGISTRY },
+        ignoreErrorCodesMatching: 'ConflictException',
+      });
+    }
+    template.resourceCountIs('AWS::EventSchemas::Registry', 0);
+  });
+
+  it('lets the registry custom resource create that one registry only', () => {
+    template.hasResourceProperties('AWS::IAM::Policy', {
+      PolicyDocument: {
+        Statement: [
+          {
+            Effect: 'Allow',
+            Action: 'schemas:CreateRegistry',
+            Resource: {
+              'Fn::Join': ['', Match.arrayWith([':registry/lambda-testevent-schemas'])],
+            },
+          },
+        ],
+      },
+    });
+  });
+
+  it.each(FUNCTIONS)(
+    'keeps the events of %s in _<function name>-schema, after the registry',
+    (name) => {
+      const registry = Object.keys(template.findResources('Custom::LambdaTestEventRegistry'))[0];
+      template.hasResource('AWS::EventSchemas::Schema', {
+        Properties: {
+          RegistryName: 'lambda-testevent-schemas',
+          SchemaName: `_${name}-schema`,
+          Type: 'OpenApi3',
+        },
+        DependsOn: Match.arrayWith([registry]),
+      });
+    },
+  );
+
+  it('writes each schema as SAM CLI does: OpenAPI 3 with the events under components.examples', () => {
+    for (const schema of Object.values(template.findResources('AWS::EventSchemas::Schema'))) {
+      const content = JSON.parse(schema.Properties.Content);
+      expect(content).toMatchObject({
+        openapi: '3.0.0',
+        info: { version: '1.0.0', title: 'Event' },
+        paths: {},
+        components: { schemas: { Event: { type: 'object' } }, examples: expect.any(Object) },
+      });
+      for (const [name, example] of Object.entries(content.components.examples)) {
+        expect(name).toMatch(TEST_EVENT_NAME);
+        expect(Object.keys(example as object)).toEqual(['value']);
+      }
+    }
+  });
+
+  it('offers every admin action, each a valid admin event', () => {
+    const events = testEventsOf(template, ADMIN);
+    const parsed = Object.values(events).map((event) => parseAdminEvent(event));
+
+    expect(new Set(parsed.map((e) => e.action))).toEqual(
+      new Set(['status', 'invalidate', 'refresh', 'issue-keys']),
+    );
+    expect(events).toMatchObject({
+      status: { action: 'status' },
+      'invalidate-scope': { action: 'invalidate', scope: 'ba_123' },
+      'invalidate-all': { action: 'invalidate', all: true },
+      'refresh-scope': { action: 'refresh', scope: 'ba_123' },
+      'refresh-unscoped': { action: 'refresh', scope: 'unscoped' },
+      'issue-keys-force': { action: 'issue-keys', businessApplicationIds: ['ba_123'], force: true },
+    });
+  });
+
+  it('offers manual key-issuing runs that the job accepts', () => {
+    const events = testEventsOf(template, ISSUE_KEYS);
+
+    expect(Object.keys(events)).toEqual(['scheduled-run', 'manual-run', 'manual-run-force']);
+    for (const event of Object.values(events))
+      expect(() => parseKeyIssuingEvent(event)).not.toThrow();
+    expect(parseKeyIssuingEvent(events['manual-run-force'])).toEqual({
+      businessApplicationIds: ['ba_123'],
+      force: true,
+    });
+  });
+
+  it('offers the refresh its scheduled and forced runs', () => {
+    const events = testEventsOf(template, REFRESH);
+
+    expect(events['scheduled-run']).toEqual({});
+    expect(parseAdminEvent(events['refresh-unscoped'])).toEqual({
+      action: 'refresh',
+      scope: undefined,
+    });
+  });
+
+  it('offers vend only a health check, which carries no identity', () => {
+    const events = testEventsOf(template, VEND);
+
+    expect(Object.keys(events)).toEqual(['healthz']);
+    expect(events.healthz).toMatchObject({ version: '2.0', rawPath: '/healthz' });
+    expect(JSON.stringify(events.healthz)).not.toContain('authorizer');
+  });
+
+  it('uses the stage own scope and key-issuing id in the examples', () => {
+    const { template: other } = synth(
+      stage({
+        accessPolicy: { scopes: ['acme_1'], grants: [] },
+        keyIssuing: { businessApplicationIds: ['acme_9'], schedule: 'rate(1 day)' },
+      }),
+    );
+
+    expect(testEventsOf(other, ADMIN)['refresh-scope']).toEqual({
+      action: 'refresh',
+      scope: 'acme_1',
+    });
+    expect(testEventsOf(other, ISSUE_KEYS)['manual-run']).toEqual({
+      businessApplicationIds: ['acme_9'],
+    });
+  });
+});

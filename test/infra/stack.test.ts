@@ -1,0 +1,331 @@
+/**
+ * The table, the key, the four functions, their environment and the outputs.
+ *
+ * Fresh stack per test where a test builds its own stage; the read-only
+ * assertions on the example stage share one fresh stack per `describe` (built
+ * in `beforeAll`, never changed), because a synth takes about a second and the
+ * assertions only read the template.
+ */
+import { Match, type Template } from 'aws-cdk-lib/assertions';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { EnvReader, readVendSettings } from '../../functions/core/config.js';
+import { readKeyIssuingSettings } from '../../functions/issue-keys/config.js';
+import { createAwsRuntime } from '../../functions/vend-token/aws-runtime.js';
+import { RUNTIME } from '../../infra/constructs/token-vending-function.js';
+import { example } from '../../infra/stages/example.js';
+import {
+  ACCOUNT,
+  environmentOf,
+  functionId,
+  logicalId,
+  REGION,
+  roleIdOf,
+  stage,
+  synth,
+} from '../support/infra.js';
+
+const VEND = 'token-vending-example-vend-token';
+const REFRESH = 'token-vending-example-refresh';
+const ISSUE_KEYS = 'token-vending-example-issue-keys';
+const ADMIN = 'token-vending-example-admin';
+const FUNCTIONS = [VEND, REFRESH, ISSUE_KEYS, ADMIN];
+
+describe('the example stage', () => {
+  let template: Template;
+  beforeAll(() => {
+    template = synth().template;
+  });
+
+  describe('table and key', () => {
+    it('is an on-demand table keyed by pk, with TTL on ttl and point-in-time recovery', () => {
+      template.hasResourceProperties('AWS::DynamoDB::Table', {
+        BillingMode: 'PAY_PER_REQUEST',
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+        TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: true },
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        DeletionProtectionEnabled: true,
+      });
+    });
+
+    it('encrypts the table with the customer managed key, which rotates', () => {
+      const keyId = logicalId(template, 'AWS::KMS::Key', 'seals cached tokens');
+      template.hasResourceProperties('AWS::DynamoDB::Table', {
+        SSESpecification: {
+          SSEEnabled: true,
+          SSEType: 'KMS',
+          KMSMasterKeyId: { 'Fn::GetAtt': [keyId, 'Arn'] },
+        },
+      });
+      template.hasResourceProperties('AWS::KMS::Key', {
+        Description: Match.stringLikeRegexp('seals cached tokens'),
+        EnableKeyRotation: true,
+      });
+      template.hasResourceProperties('AWS::KMS::Alias', {
+        AliasName: 'alias/token-vending-example',
+        TargetKeyId: { 'Fn::GetAtt': [keyId, 'Arn'] },
+      });
+    });
+
+    it('keeps the table and the key when the stack is deleted', () => {
+      template.hasResource('AWS::DynamoDB::Table', {
+        DeletionPolicy: 'Retain',
+        UpdateReplacePolicy: 'Retain',
+      });
+      template.hasResource('AWS::KMS::Key', {
+        Properties: { Description: Match.stringLikeRegexp('seals cached tokens') },
+        DeletionPolicy: 'Retain',
+      });
+    });
+  });
+
+  describe('functions', () => {
+    it('uses the newest Node.js runtime aws-cdk-lib offers', () => {
+      const versions = Object.entries(lambda.Runtime)
+        .filter(([name]) => /^NODEJS_\d+_X$/.test(name))
+        .map(([name]) => Number(/\d+/.exec(name)?.[0]));
+      expect(RUNTIME.name).toBe(`nodejs${Math.max(...versions)}.x`);
+    });
+
+    it.each(FUNCTIONS)('builds %s as an ESM bundle on the newest runtime, ARM64', (name) => {
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        FunctionName: name,
+        Runtime: RUNTIME.name,
+        Architectures: ['arm64'],
+        // NodejsFunction with OutputFormat.ESM writes index.mjs.
+        Handler: 'index.handler',
+        Environment: { Variables: Match.objectLike({ NODE_OPTIONS: '--enable-source-maps' }) },
+      });
+    });
+
+    it.each(FUNCTIONS)('gives %s its own log group with a retention', (name) => {
+      const fn = template.toJSON().Resources[functionId(template, name)];
+      const logGroupId = fn.Properties.LoggingConfig.LogGroup.Ref as string;
+      expect(template.toJSON().Resources[logGroupId]).toMatchObject({
+        Type: 'AWS::Logs::LogGroup',
+        Properties: { RetentionInDays: 365 },
+        DeletionPolicy: 'Retain',
+      });
+    });
+
+    it.each([
+      [VEND, 30, 512, 50],
+      [REFRESH, 240, 512, 2],
+      [ISSUE_KEYS, 600, 256, 1],
+      [ADMIN, 660, 256, undefined],
+    ])(
+      'sizes %s: timeout %i s, %i MB, reserved concurrency %s',
+      (name, timeout, memory, reserved) => {
+        template.hasResourceProperties('AWS::Lambda::Function', {
+          FunctionName: name,
+          Timeout: timeout,
+          MemorySize: memory,
+          ReservedConcurrentExecutions: reserved ?? Match.absent(),
+        });
+      },
+    );
+
+    it('keeps the issue-keys timeout clear of the 75 s the job reserves, and the admin waiting longer', () => {
+      const timeout = (name: string) =>
+        template.toJSON().Resources[functionId(template, name)].Properties.Timeout as number;
+      expect(timeout(ISSUE_KEYS)).toBeGreaterThanOrEqual(300);
+      expect(timeout(ADMIN)).toBeGreaterThan(timeout(ISSUE_KEYS));
+      // A scheduled refresh ends before the next one starts.
+      expect(timeout(REFRESH)).toBeLessThan(300);
+    });
+
+    it('gives each function its own role, used by no other function', () => {
+      const roles = FUNCTIONS.map((name) => roleIdOf(template, name));
+      expect(new Set(roles).size).toBe(4);
+      template.resourcePropertiesCountIs(
+        'AWS::IAM::Role',
+        {
+          AssumeRolePolicyDocument: Match.objectLike({
+            Statement: [Match.objectLike({ Principal: { Service: 'lambda.amazonaws.com' } })],
+          }),
+          ManagedPolicyArns: Match.anyValue(),
+        },
+        0,
+      );
+    });
+  });
+
+  describe('environment', () => {
+    it('gives vend exactly the variables of its configuration', () => {
+      const env = environmentOf(template, VEND);
+      expect(Object.keys(env).sort()).toEqual([
+        'ACCESS_POLICY',
+        'CREDENTIALS_SECRET_ARN',
+        'KMS_KEY_ID',
+        'NODE_OPTIONS',
+        'PROVIDER_BASE_URL',
+        'REFRESH_AHEAD_SECONDS',
+        'TABLE_NAME',
+        'UNSCOPED_SCOPE_MODE',
+      ]);
+      expect(env).toMatchObject({
+        PROVIDER_BASE_URL: 'https://api.provider.example',
+        CREDENTIALS_SECRET_ARN: example.credentialsSecret,
+        UNSCOPED_SCOPE_MODE: 'omit',
+        REFRESH_AHEAD_SECONDS: '900',
+        KMS_KEY_ID: expect.stringMatching(/^arn:aws:kms:/),
+      });
+    });
+
+    it('is accepted by the vend function own configuration reader', () => {
+      const env = environmentOf(template, VEND);
+      const { settings } = createAwsRuntime(env, 'vend-token');
+      expect(settings.providerBaseUrl).toBe('https://api.provider.example');
+      expect([...settings.policy.scopes]).toEqual(['ba_123', 'ba_456']);
+    });
+
+    it('grants the issue-keys role the unscoped token, and nothing else, in ACCESS_POLICY', () => {
+      const role = roleIdOf(template, ISSUE_KEYS);
+      const policy = readVendSettings(new EnvReader(environmentOf(template, VEND))).policy;
+      const session = `arn:aws:sts::${ACCOUNT}:assumed-role/${role}/${ISSUE_KEYS}`;
+
+      expect(policy.allows(session, undefined)).toBe(true);
+      expect(policy.allows(session, 'ba_123')).toBe(false);
+      expect(JSON.parse(environmentOf(template, VEND).ACCESS_POLICY as string).grants).toEqual([
+        ...example.accessPolicy.grants,
+        { principal: `arn:aws:iam::${ACCOUNT}:role/${role}`, unscoped: true },
+      ]);
+    });
+
+    it('gives refresh the vend settings plus the in-use window and the schedule period', () => {
+      const vend = environmentOf(template, VEND);
+      const refresh = environmentOf(template, REFRESH);
+      expect(refresh).toEqual({
+        ...vend,
+        IN_USE_WINDOW_SECONDS: '3600',
+        REFRESH_INTERVAL_SECONDS: '300',
+      });
+      const { extra } = createAwsRuntime(refresh, 'refresh', (reader) => ({
+        interval: reader.integer('REFRESH_INTERVAL_SECONDS', 300, 60, 3600),
+      }));
+      expect(extra.interval).toBe(300);
+    });
+
+    it('gives issue-keys the vend URL, its ids, the secrets prefix and no provider secret', () => {
+      const env = environmentOf(template, ISSUE_KEYS);
+      expect(env).not.toHaveProperty('CREDENTIALS_SECRET_ARN');
+      expect(env).not.toHaveProperty('ACCESS_POLICY');
+      expect(env).toMatchObject({
+        SECRETS_PREFIX: 'token-vending/example',
+        KEY_ISSUE_BUSINESS_APPLICATION_IDS: '["ba_123"]',
+        VEND_URL: expect.stringMatching(/^https:\/\/.+\.lambda-url\.eu-west-1\.on\.aws\/$/),
+      });
+      const reader = new EnvReader(env);
+      const settings = readKeyIssuingSettings(reader);
+      reader.required('TABLE_NAME');
+      reader.required('KMS_KEY_ID');
+      reader.done();
+      expect(settings.businessApplicationIds).toEqual(['ba_123']);
+      const vendUrl =
+        template.toJSON().Resources[functionId(template, ISSUE_KEYS)].Properties.Environment
+          .Variables.VEND_URL;
+      expect(vendUrl).toEqual({
+        'Fn::GetAtt': [
+          logicalId(template, 'AWS::Lambda::Url', '"AuthType":"AWS_IAM"'),
+          'FunctionUrl',
+        ],
+      });
+    });
+
+    it('gives admin the function names it invokes and no secret', () => {
+      const env = environmentOf(template, ADMIN);
+      expect(Object.keys(env).sort()).toEqual([
+        'ACCESS_POLICY',
+        'IN_USE_WINDOW_SECONDS',
+        'ISSUE_KEYS_FUNCTION_NAME',
+        'NODE_OPTIONS',
+        'REFRESH_FUNCTION_NAME',
+        'TABLE_NAME',
+      ]);
+      expect(env).toMatchObject({
+        REFRESH_FUNCTION_NAME: REFRESH,
+        ISSUE_KEYS_FUNCTION_NAME: ISSUE_KEYS,
+        IN_USE_WINDOW_SECONDS: '3600',
+      });
+    });
+
+    it('gives every function the one table', () => {
+      const tableId = logicalId(template, 'AWS::DynamoDB::Table', '"AttributeName":"ttl"');
+      for (const name of FUNCTIONS) {
+        template.hasResourceProperties('AWS::Lambda::Function', {
+          FunctionName: name,
+          Environment: { Variables: Match.objectLike({ TABLE_NAME: { Ref: tableId } }) },
+        });
+      }
+    });
+  });
+
+  describe('outputs', () => {
+    it('names the vend URL, the table and the dashboard', () => {
+      template.hasOutput('VendUrl', {
+        Value: {
+          'Fn::GetAtt': [logicalId(template, 'AWS::Lambda::Url', 'AWS_IAM'), 'FunctionUrl'],
+        },
+      });
+      template.hasOutput('TableName', {
+        Value: { Ref: logicalId(template, 'AWS::DynamoDB::Table', '"ttl"') },
+      });
+      template.hasOutput('DashboardUrl', {
+        Value: {
+          'Fn::Join': [
+            '',
+            Match.arrayWith([
+              Match.stringLikeRegexp('#dashboards/dashboard/token-vending-example$'),
+            ]),
+          ],
+        },
+      });
+    });
+  });
+});
+
+describe('stage variations', () => {
+  it('reads the credentials by complete ARN when the stage gives one', () => {
+    const arn = `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:provider-AbC123`;
+    const { template } = synth(stage({ credentialsSecret: arn }));
+
+    expect(environmentOf(template, VEND).CREDENTIALS_SECRET_ARN).toBe(arn);
+  });
+
+  it('leaves the vend function unreserved when the stage sets no reserved concurrency', () => {
+    const { vendReservedConcurrency: _, ...rest } = example;
+    const { template } = synth(rest);
+
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      FunctionName: VEND,
+      ReservedConcurrentExecutions: Match.absent(),
+    });
+  });
+
+  it('passes the key-issuing request body and unscoped mode through', () => {
+    const { template } = synth(
+      stage({
+        unscopedScopeMode: 'empty',
+        keyIssuing: { ...example.keyIssuing, requestBody: { label: 'token vending' } },
+      }),
+    );
+
+    expect(environmentOf(template, VEND).UNSCOPED_SCOPE_MODE).toBe('empty');
+    expect(environmentOf(template, ISSUE_KEYS).KEY_ISSUE_REQUEST_BODY).toBe(
+      '{"label":"token vending"}',
+    );
+  });
+
+  it('names functions, alias and dashboard after the stage', () => {
+    const { template } = synth(stage({ stage: 'prod', secretsPrefix: 'token-vending/prod' }));
+
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      FunctionName: 'token-vending-prod-vend-token',
+    });
+    template.hasResourceProperties('AWS::KMS::Alias', { AliasName: 'alias/token-vending-prod' });
+    template.hasResourceProperties('AWS::CloudWatch::Dashboard', {
+      DashboardName: 'token-vending-prod',
+    });
+  });
+});

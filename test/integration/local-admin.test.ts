@@ -1,0 +1,316 @@
+/**
+ * `npm run admin` as an operator runs it: `npm start` in a project directory
+ * (a temporary one whose package.json, sources and node_modules link to this
+ * repository, so `.local/` lands there), then `npm run admin -- '<event>'` and
+ * `tvm admin '<event>'` as child processes in the same directory. DynamoDB is
+ * the test run's DynamoDB Local (a table of its own); the provider is the
+ * simulator inside the stack.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { mkdtemp, rm, symlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { TokenVendingClient } from '../../client/index.js';
+import { ADMIN_EVENTS } from '../../functions/admin/admin-event.js';
+import { DEMO_IDENTITY } from '../../local/local-identities.js';
+import type { StackInfo } from '../../local/stack.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const TVM = join(ROOT, 'bin/tvm.mjs');
+
+interface Run {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** What every child gets: no AWS_* or stack variables of the test process. */
+const BASE_ENV = {
+  PATH: process.env.PATH ?? '',
+  HOME: process.env.HOME ?? tmpdir(),
+  AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+};
+
+let project: string;
+let stackEnv: Record<string, string>;
+let stack: ChildProcess;
+let output = '';
+let info: StackInfo;
+const runs: Run[] = [];
+/** Every access token and key the test saw; none may appear in any admin output. */
+const secrets: string[] = [];
+
+function exec(file: string, args: string[], env: Record<string, string>): Promise<Run> {
+  return new Promise((done) => {
+    execFile(file, args, { cwd: project, env, timeout: 30_000 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+      const run = { code, stdout, stderr };
+      runs.push(run);
+      done(run);
+    });
+  });
+}
+
+/** `npm run --silent admin -- <event>` with the environment npm start was given (or `env`). */
+const admin = (event: string, env = { ...BASE_ENV, ...stackEnv }) =>
+  exec('npm', ['run', '--silent', 'admin', '--', event], env);
+
+/** Resolves once the stack's output satisfies `done`; the stack is a child process. */
+function waitForOutput(done: (text: string) => boolean, what: string): Promise<void> {
+  return new Promise((ready, fail) => {
+    if (done(output)) {
+      ready();
+      return;
+    }
+    const timer = setTimeout(() => {
+      stack.stdout?.off('data', check);
+      fail(new Error(`npm start never printed ${what}:\n${output}`));
+    }, 45_000);
+    const check = () => {
+      if (!done(output)) return;
+      clearTimeout(timer);
+      stack.stdout?.off('data', check);
+      ready();
+    };
+    stack.stdout?.on('data', check);
+  });
+}
+
+/** The stack's JSON log lines. */
+const logLines = (): Array<Record<string, unknown>> =>
+  output
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+
+const vendClient = () =>
+  new TokenVendingClient({
+    url: info.functionUrl,
+    region: info.region,
+    credentials: DEMO_IDENTITY,
+  });
+
+beforeAll(async () => {
+  project = await mkdtemp(join(tmpdir(), 'tvf-local-admin-'));
+  for (const name of [
+    'package.json',
+    'tsconfig.json',
+    'node_modules',
+    'functions',
+    'client',
+    'local',
+  ]) {
+    await symlink(join(ROOT, name), join(project, name));
+  }
+  stackEnv = {
+    PORT: '0',
+    DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'),
+    TABLE_NAME: `local-admin-${process.pid}-${Date.now()}`,
+    // Relative, as an operator writes it: resolved in the project directory.
+    LOCAL_SECRETS_DIR: 'keys',
+    KEY_ISSUE_BUSINESS_APPLICATION_IDS: 'ba_demo_2',
+  };
+  // Its own process group, so that SIGTERM reaches npm, sh, tsx and the stack
+  // alike, as Ctrl-C does in a terminal.
+  stack = spawn('npm', ['start'], {
+    cwd: project,
+    env: { ...BASE_ENV, ...stackEnv },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  stack.stdout?.on('data', (d) => {
+    output += d;
+  });
+  stack.stderr?.on('data', (d) => {
+    output += d;
+  });
+  const exited = new Promise<never>((_, fail) =>
+    stack.once('exit', () => fail(new Error(`npm start exited:\n${output}`))),
+  );
+  await Promise.race([waitForOutput((text) => text.includes('Serving until'), 'its URL'), exited]);
+  info = JSON.parse(readFileSync(join(project, '.local/stack.json'), 'utf8')) as StackInfo;
+  return async () => {
+    if (stack.exitCode === null && stack.signalCode === null) {
+      try {
+        process.kill(-(stack.pid as number), 'SIGKILL');
+      } catch {
+        // the group is gone already
+      }
+    }
+    await rm(project, { recursive: true, force: true });
+  };
+}, 60_000);
+
+afterAll(() => {
+  expect(runs.length).toBeGreaterThan(0);
+  for (const run of runs) {
+    for (const secret of secrets) {
+      expect(run.stdout).not.toContain(secret);
+      expect(run.stderr).not.toContain(secret);
+    }
+    // Simulator tokens start with sim_; no stack trace either.
+    expect(`${run.stdout}${run.stderr}`).not.toMatch(/sim_|\n\s+at /);
+  }
+});
+
+describe('npm run admin against npm start', () => {
+  it('shows a scope vended through the stack in status: times, lease, in use, never the token', async () => {
+    const token = await vendClient().getToken({ scope: 'ba_demo_1' });
+    secrets.push(token.accessToken);
+
+    // Exactly as the README shows it (npm prints its banner first without --silent).
+    const run = await exec('npm', ['run', 'admin', '--', '{"action":"status"}'], {
+      ...BASE_ENV,
+      ...stackEnv,
+    });
+
+    expect(run.code).toBe(0);
+    const status = JSON.parse(run.stdout.slice(run.stdout.indexOf('\n{') + 1));
+    const now = Math.floor(Date.now() / 1000);
+    expect(status.now).toBeGreaterThan(now - 60);
+    expect(status.tokens).toEqual([
+      expect.objectContaining({
+        scope: 'ba_demo_1',
+        state: 'valid',
+        issued_at: expect.any(Number),
+        expires_at: expect.any(Number),
+        seconds_left: expect.any(Number),
+        lease: { held: false },
+        in_use: true,
+      }),
+    ]);
+    expect(status.tokens[0].seconds_left).toBeGreaterThan(7000);
+    // The client keeps the earlier of the answer's expires_at and its own reckoning.
+    expect(status.tokens[0].expires_at - token.expiresAt).toBeGreaterThanOrEqual(0);
+    expect(status.tokens[0].expires_at - token.expiresAt).toBeLessThanOrEqual(1);
+    expect(status.key_jobs).toEqual([]);
+  });
+
+  it('refreshes a scope the stack then serves from DynamoDB: it unseals what admin sealed', async () => {
+    const run = await admin('{"action":"refresh","scope":"ba_demo_2"}');
+
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    const refreshed = JSON.parse(run.stdout);
+    expect(refreshed).toEqual({
+      scope: 'ba_demo_2',
+      status: 'refreshed',
+      expires_at: expect.any(Number),
+    });
+
+    const token = await vendClient().getToken({ scope: 'ba_demo_2' });
+    secrets.push(token.accessToken);
+    const fingerprint = createHash('sha256').update(token.accessToken).digest('hex').slice(0, 16);
+    const vendLine = (line: Record<string, unknown>) =>
+      line.message === 'vend' && line.scope === 'ba_demo_2';
+    await waitForOutput(() => logLines().some(vendLine), 'the ba_demo_2 vend line');
+
+    // Not minted by the stack ('provider'): it read admin's token from DynamoDB.
+    expect(logLines().filter(vendLine)).toEqual([
+      expect.objectContaining({ outcome: 'l2', status: 200, tokenFingerprint: fingerprint }),
+    ]);
+    expect(token.expiresAt).toBeLessThanOrEqual(refreshed.expires_at);
+    expect(token.expiresAt).toBeGreaterThanOrEqual(refreshed.expires_at - 1);
+  });
+
+  it('issues keys into LOCAL_SECRETS_DIR, mode 0600, through the vend URL', async () => {
+    const run = await admin('{"action":"issue-keys","businessApplicationIds":["ba_demo_1"]}');
+
+    expect(run).toMatchObject({ code: 0 });
+    expect(JSON.parse(run.stdout)).toEqual({ issued: ['ba_demo_1'], skipped: [], failed: [] });
+    const file = join(project, 'keys/basic-auth/ba_demo_1');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const keys = JSON.parse(readFileSync(file, 'utf8'));
+    expect(keys.business_application_id).toBe('ba_demo_1');
+    expect(typeof keys.key).toBe('string');
+    // The key material stays in the file.
+    secrets.push(keys.key, keys.secret);
+  });
+
+  it('fails a run with an unknown id, naming its code on stderr and printing the result', async () => {
+    const run = await admin(
+      '{"action":"issue-keys","businessApplicationIds":["ba_unknown","ba_demo_1"]}',
+    );
+
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(
+      /^admin: key_issuing_failed: .*ba_unknown \(business_application_not_found\)$/m,
+    );
+    expect(JSON.parse(run.stdout)).toEqual({
+      issued: [],
+      skipped: ['ba_demo_1'],
+      failed: [{ id: 'ba_unknown', code: 'business_application_not_found' }],
+    });
+  });
+
+  it('refuses a malformed event with invalid_request and every valid event', async () => {
+    const run = await admin('{"action":"refresh"}');
+
+    expect(run).toMatchObject({ code: 1, stdout: '' });
+    expect(run.stderr).toMatch(/^admin: invalid_request: /);
+    for (const event of ADMIN_EVENTS) expect(run.stderr).toContain(event);
+  });
+
+  it('invalidates every cached token', async () => {
+    const run = await admin('{"action":"invalidate","all":true}');
+
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    const result = JSON.parse(run.stdout);
+    // ba_demo_1 and ba_demo_2 vended above; the unscoped token fetched by the key job.
+    expect([...result.invalidated].sort()).toEqual(['ba_demo_1', 'ba_demo_2', 'unscoped']);
+  });
+});
+
+describe('tvm admin against npm start, with nothing but the stack file', () => {
+  // No PORT, DYNAMODB_ENDPOINT, TABLE_NAME, LOCAL_SECRETS_DIR or KEY_ISSUE_*:
+  // npm run admin finds them all in .local/stack.json.
+  const tvm = (event: string) => exec(process.execPath, [TVM, 'admin', event], BASE_ENV);
+
+  it('prints the same status JSON: no token left, each key job', async () => {
+    const run = await tvm('{"action":"status"}');
+
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    const status = JSON.parse(run.stdout);
+    expect(status.tokens).toEqual([]);
+    expect(status.key_jobs).toEqual([
+      expect.objectContaining({
+        business_application_id: 'ba_demo_1',
+        state: 'stored',
+        awaiting_store: false,
+      }),
+      expect.objectContaining({
+        business_application_id: 'ba_unknown',
+        state: 'rejected',
+        last_error: 'business_application_not_found',
+      }),
+    ]);
+  });
+
+  it('issues keys for the configured ids the stack file records', async () => {
+    const run = await tvm('{"action":"issue-keys"}');
+
+    expect(run).toMatchObject({ code: 0 });
+    expect(JSON.parse(run.stdout)).toEqual({ issued: ['ba_demo_2'], skipped: [], failed: [] });
+    expect(statSync(join(project, 'keys/basic-auth/ba_demo_2')).mode & 0o777).toBe(0o600);
+  });
+});
+
+describe('stopping npm start', () => {
+  it('removes the stack file and the sealing key (mode 0600 while it ran)', async () => {
+    const keyFile = info.sealingKeyFile as string;
+    expect(keyFile).toBe(join(project, '.local/sealing-key'));
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+    expect(Buffer.from(readFileSync(keyFile, 'utf8').trim(), 'base64')).toHaveLength(32);
+    // 'close': every process of the group holding the output pipe has ended.
+    const closed = new Promise<void>((done) => stack.once('close', () => done()));
+
+    process.kill(-(stack.pid as number), 'SIGTERM');
+    await closed;
+
+    expect(output).toContain('SIGTERM: stopping the local stack');
+    expect(existsSync(join(project, '.local/stack.json'))).toBe(false);
+    expect(existsSync(keyFile)).toBe(false);
+  }, 20_000);
+});
