@@ -1,16 +1,13 @@
 import { epochSeconds } from './clock.js';
 import { describe } from './describe-error.js';
-import {
-  CredentialsUnavailableError,
-  StoreUnavailableError,
-  UpstreamUnavailableError,
-} from './errors.js';
+import { StoreUnavailableError, UpstreamUnavailableError } from './errors.js';
 import { fingerprint } from './fingerprint.js';
 import { isFresh, isServable } from './freshness.js';
 import { tokenKey } from './item-keys.js';
+import { ItemReader } from './item-reader.js';
 import { MemoryTokenCache, SingleFlight } from './memory-cache.js';
 import { mintToken } from './mint-token.js';
-import type { ProviderCredentials, RefreshFailure, StoredItem, Token } from './ports.js';
+import type { ProviderCredentials, RefreshFailure, Token } from './ports.js';
 import { backingOff, failureOf, recentFailure } from './refresh-failure.js';
 import {
   outcome,
@@ -20,7 +17,8 @@ import {
   type VendOutcome,
   type VendResult,
 } from './token-service-types.js';
-import { VersionCheck } from './version-check.js';
+import { UseMarks } from './use-marks.js';
+import { readCachedCredentials, VersionCheck } from './version-check.js';
 
 export { tokenKey } from './item-keys.js';
 export type {
@@ -55,27 +53,6 @@ interface Lookup {
 }
 
 /**
- * What one read of an item offers a caller, after the version check: the
- * single place that decides which stored token may be served and whether it
- * may be replaced.
- */
-interface ItemView {
-  /** The credentials to mint with; undefined when the secret cannot be read. */
-  readonly credentials?: ProviderCredentials;
-  /** The stored token, unsealed, unexpired, and not known to be of an older version. */
-  readonly token?: Token;
-  /**
-   * This caller may mint and overwrite the item: it has credentials, and the
-   * stored token is of the same version or verified older by a fresh re-read.
-   * False while the secret cannot be read: a token of another version might
-   * be newer, and an older one must never overwrite it.
-   */
-  readonly canReplace: boolean;
-  /** The item's revision, for the lease condition. */
-  readonly revision: number | null;
-}
-
-/**
  * The two-tier token cache of SPEC section 5: L1 in memory, L2 in DynamoDB,
  * a conditional-write lease so one caller across all instances refreshes,
  * refresh-ahead, and degraded service when DynamoDB or Secrets Manager fails.
@@ -92,10 +69,8 @@ export class TokenService {
   readonly #pollMaxMs: number;
   readonly #failureBackoffMs: number;
   readonly #degradedFailures = new Map<string, RefreshFailure>();
-  readonly #versions: VersionCheck;
-  readonly #useMarkInterval: number;
-  /** Per item key: when this instance last marked it in use (epoch seconds). */
-  readonly #marked = new Map<string, number>();
+  readonly #items: ItemReader;
+  readonly #useMarks: UseMarks;
 
   constructor(deps: TokenServiceDeps, config: TokenServiceConfig = {}) {
     this.#deps = deps;
@@ -106,8 +81,8 @@ export class TokenService {
     this.#pollInitialMs = config.pollInitialMs ?? 50;
     this.#pollMaxMs = config.pollMaxMs ?? 800;
     this.#failureBackoffMs = config.failureBackoffMs ?? 5000;
-    this.#versions = new VersionCheck(deps.credentials, deps.clock);
-    this.#useMarkInterval = config.useMarkIntervalSeconds ?? 180;
+    this.#items = new ItemReader(deps, new VersionCheck(deps.credentials, deps.clock));
+    this.#useMarks = new UseMarks(deps.store, deps.logger, config.useMarkIntervalSeconds);
   }
 
   /**
@@ -122,7 +97,7 @@ export class TokenService {
     const key = tokenKey(scope);
     const result = await this.#getToken(key, scope, minTtl, revoked);
     // No mark while DynamoDB fails: it would only add a timeout to the vend.
-    if (!result.outcome.degraded) await this.#noteUse(key);
+    if (!result.outcome.degraded) await this.#useMarks.note(key, this.#now());
     return result;
   }
 
@@ -133,7 +108,7 @@ export class TokenService {
     revoked: string | undefined,
   ): Promise<VendResult> {
     for (let joins = 0; ; ) {
-      const credentials = await this.#credentialsIfReadable();
+      const credentials = await readCachedCredentials(this.#deps.credentials);
       const cached = this.#l1.get(key, this.#now());
       if (cached && isRevoked(cached, revoked)) this.#l1.delete(key);
       else if (cached && credentials && this.#fresh(cached, minTtl, credentials)) {
@@ -169,9 +144,9 @@ export class TokenService {
     options: { dueWithinSeconds?: number } = {},
   ): Promise<RefreshResult> {
     const key = tokenKey(scope);
-    const known = await this.#credentialsIfReadable();
+    const known = await readCachedCredentials(this.#deps.credentials);
     const item = await this.#deps.store.get(key);
-    const view = await this.#view(item, known);
+    const view = await this.#items.view(item, known);
     if (!view.canReplace || !view.credentials) throw credentialsUnavailable();
     const { dueWithinSeconds } = options;
     if (
@@ -197,33 +172,6 @@ export class TokenService {
   forget(scope?: string): void {
     if (scope === undefined) this.#l1.clear();
     else this.#l1.delete(tokenKey(scope));
-  }
-
-  /**
-   * Marks the scope in use in the table, at most once per interval per
-   * instance, so tracking use costs no write per vend. A failure only loses
-   * one mark.
-   */
-  async #noteUse(key: string): Promise<void> {
-    const now = this.#now();
-    const last = this.#marked.get(key);
-    if (last !== undefined && now - last < this.#useMarkInterval) return;
-    this.#marked.set(key, now);
-    try {
-      await this.#deps.store.markUsed(key, now);
-    } catch (error) {
-      this.#deps.logger.warn('could not mark the scope in use', { key, error: describe(error) });
-    }
-  }
-
-  /** The cached credentials, or undefined while the secret cannot be read at all. */
-  async #credentialsIfReadable(): Promise<ProviderCredentials | undefined> {
-    try {
-      return await this.#deps.credentials.get();
-    } catch (error) {
-      if (error instanceof CredentialsUnavailableError) return undefined;
-      throw error;
-    }
   }
 
   /** Any StoreUnavailableError on the shared path turns into degraded service. */
@@ -252,7 +200,7 @@ export class TokenService {
     revoked: string | undefined,
   ): Promise<Lookup> {
     const item = await this.#deps.store.get(key);
-    const view = await this.#view(item, known);
+    const view = await this.#items.view(item, known);
     // A token the caller reports as revoked is treated as absent: replaced under the lease.
     const token = view.token && !isRevoked(view.token, revoked) ? view.token : undefined;
     if (
@@ -285,42 +233,6 @@ export class TokenService {
     // Another caller refreshes: everyone else keeps receiving the current token.
     if (current) return current;
     return { result: await this.#waitForRefresh(key, scope, minTtl, view.credentials, revoked) };
-  }
-
-  /**
-   * Reads what an item offers this caller. A token of another credentials
-   * version makes the instance re-read the secret (once per version seen per
-   * 30 s) before judging it: the same version as the re-read secret is
-   * current; another one is older and is neither served nor kept. Without a
-   * readable secret the token can be served but not replaced.
-   */
-  async #view(
-    item: StoredItem | undefined,
-    known: ProviderCredentials | undefined,
-  ): Promise<ItemView> {
-    const revision = item?.revision ?? null;
-    const stored = item?.token;
-    if (!item || !stored) {
-      return {
-        revision,
-        ...(known ? { credentials: known } : {}),
-        canReplace: known !== undefined,
-      };
-    }
-    // An expired token is never served, but its version still decides who may
-    // replace it: an instance on an older secret must not write over it.
-    const live = async () => (stored.expiresAt > this.#now() ? this.#unseal(item) : {});
-    if (!known) return { revision, ...(await live()), canReplace: false };
-    if (stored.credentialsVersion === known.version) {
-      return { revision, credentials: known, ...(await live()), canReplace: true };
-    }
-    const current = await this.#versions.currentFor(stored.credentialsVersion);
-    if (!current) return { revision, credentials: known, ...(await live()), canReplace: false };
-    if (current.version === stored.credentialsVersion) {
-      return { revision, credentials: current, ...(await live()), canReplace: true };
-    }
-    this.#deps.count?.('StaleCredentialTokens');
-    return { revision, credentials: current, canReplace: true };
   }
 
   /**
@@ -410,7 +322,7 @@ export class TokenService {
       );
       delay = Math.min(delay * 2, this.#pollMaxMs);
       const item = await this.#deps.store.get(key);
-      const view = await this.#view(item, credentials);
+      const view = await this.#items.view(item, credentials);
       const servable =
         view.token && isServable(view.token, minTtl, this.#now()) && !isRevoked(view.token, revoked)
           ? view.token
@@ -503,24 +415,6 @@ export class TokenService {
   /** Mints upstream (mint-token.ts: the 401 re-read included). */
   #mint(scope: string | undefined, credentials: ProviderCredentials, deadlineMs: number) {
     return mintToken(this.#deps, scope, credentials, deadlineMs);
-  }
-
-  /** Unseals a stored token; one that cannot be unsealed is a miss, never an error to the caller. */
-  async #unseal(item: StoredItem): Promise<{ token?: Token }> {
-    const stored = item.token;
-    if (!stored) return {};
-    try {
-      const accessToken = await this.#deps.sealer.unseal(stored.sealed, item.pk);
-      const { sealed: _, ...meta } = stored;
-      return { token: { ...meta, accessToken } };
-    } catch (error) {
-      this.#deps.count?.('UnsealFailures');
-      this.#deps.logger.warn('cached token could not be unsealed; re-minting', {
-        key: item.pk,
-        error: describe(error),
-      });
-      return {};
-    }
   }
 
   #storeFailed(operation: string, error: unknown): void {

@@ -31,7 +31,7 @@ export class VersionCheck {
     const nowMs = this.#clock.now();
     const last = this.#checks.get(seen);
     if (last && nowMs - last.atMs < VERSION_RECHECK_MS) {
-      return last.read ? this.#cached() : undefined;
+      return last.read ? readCachedCredentials(this.#credentials) : undefined;
     }
     for (const [version, check] of this.#checks) {
       if (nowMs - check.atMs >= VERSION_RECHECK_MS) this.#checks.delete(version);
@@ -46,13 +46,16 @@ export class VersionCheck {
       return undefined;
     }
   }
+}
 
-  async #cached(): Promise<ProviderCredentials | undefined> {
-    try {
-      return await this.#credentials.get();
-    } catch (error) {
-      if (error instanceof CredentialsUnavailableError) return undefined;
-      throw error;
-    }
+/** The cached credentials, or undefined while the secret cannot be read at all. */
+export async function readCachedCredentials(
+  source: CredentialsSource,
+): Promise<ProviderCredentials | undefined> {
+  try {
+    return await source.get();
+  } catch (error) {
+    if (error instanceof CredentialsUnavailableError) return undefined;
+    throw error;
   }
 }
