@@ -111,11 +111,11 @@ describe('provider faults across three instances', () => {
   );
 
   it('a slow answer within the timeout is simply slower: one mint, every caller served', async () => {
-    // Real sleeps: waiters poll while the mint really takes 50 ms.
+    // Real sleeps: waiters poll while the mint really takes 20 ms.
     const clock = new TestClock();
     const fleet = Array.from({ length: 3 }, () => fleetInstance({ sim, store, clock }));
     sim.injectTokenFault(
-      { kind: 'latency', ms: PROVIDER_TIMEOUT_MS / 2 },
+      { kind: 'latency', ms: PROVIDER_TIMEOUT_MS / 5 },
       Number.POSITIVE_INFINITY,
     );
 
