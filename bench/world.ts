@@ -42,15 +42,15 @@ export function countingClient(endpoint: string): CountingClient {
     region: 'us-east-1',
     endpoint,
     credentials: LOCAL_AWS_CREDENTIALS,
-    // As the functions configure it (aws-runtime.ts), with a longer timeout
-    // (DynamoDB Local sharing two cores with the bench is slower than DynamoDB)
-    // and, since 50 simulated instances share the client, 50 instances' worth of
-    // sockets: a 50-socket pool would queue their calls into timeouts.
+    // As the functions configure it (aws-runtime.ts), but with longer timeouts:
+    // DynamoDB Local, sharing two cores with the bench, is slower than DynamoDB to
+    // answer and, in a burst of new connections, to accept them. The simulated
+    // instances share the client, so it gets more sockets than one instance's 50.
     maxAttempts: 2,
     requestHandler: {
       requestTimeout: 5000,
-      connectionTimeout: 1000,
-      httpAgent: new Agent({ keepAlive: true, maxSockets: 50 * 50 }),
+      connectionTimeout: 5000,
+      httpAgent: new Agent({ keepAlive: true, maxSockets: 200 }),
     },
   });
   const counts = new Map<string, number>();
