@@ -29,8 +29,16 @@ import {
 import { createVendApp, outcomeLabel, type VendApp } from '../functions/vend-token/app.js';
 import { createVendRuntime } from '../functions/vend-token/runtime.js';
 import { DEMO_PROVIDER_CREDENTIALS, type ProviderSimulator } from '../local/provider-simulator.js';
+import { urlEvent } from '../test/support/vend-harness.js';
 import { REFRESH_AHEAD_SECONDS, REFRESH_INTERVAL_SECONDS, type VariantName } from './names.js';
-import { type CountingClient, countingClient, discardingLogger, POLICY, SCOPES } from './world.js';
+import {
+  CALLER_ARN,
+  type CountingClient,
+  countingClient,
+  discardingLogger,
+  POLICY,
+  SCOPES,
+} from './world.js';
 
 /** How one vend was served, as the vend app's audit line labels it; `error:<code>` on failure. */
 const served = new AsyncLocalStorage<{ label: string }>();
@@ -73,7 +81,7 @@ export async function timedVend(
   minTtl = 300,
 ): Promise<VendRecord> {
   const slot = { label: 'error:unknown' };
-  const event = vendEvent(`min_ttl=${minTtl}&scope=${scope}`);
+  const event = urlEvent({ query: `min_ttl=${minTtl}&scope=${scope}`, arn: CALLER_ARN });
   const started = performance.now();
   const result = await served.run(slot, () => instance.app(event));
   const ms = performance.now() - started;
@@ -93,21 +101,6 @@ export async function timedVend(
 
 /** Labels of vends that waited on the provider: minted themselves, or waited for another's mint. */
 export const WAITED_ON_PROVIDER = new Set(['provider', 'refreshed', 'waited']);
-
-function vendEvent(query: string): Parameters<VendApp>[0] {
-  return {
-    version: '2.0',
-    routeKey: '$default',
-    rawPath: '/token',
-    rawQueryString: query,
-    headers: {},
-    requestContext: {
-      http: { method: 'GET', path: '/token' },
-      authorizer: { iam: { userArn: 'arn:aws:sts::111122223333:assumed-role/checkout/bench' } },
-    },
-    isBase64Encoded: false,
-  } as unknown as Parameters<VendApp>[0];
-}
 
 export interface VariantOptions {
   readonly name: VariantName;
