@@ -44,9 +44,16 @@ export class TokenCache {
     return promise;
   }
 
-  /** Forgets one cached token, or all of them. Loads in flight are unaffected. */
-  delete(key?: string): void {
-    if (key === undefined) this.#tokens.clear();
-    else this.#tokens.delete(key);
+  /**
+   * Forgets one cached token, or all of them, and returns what was forgotten
+   * by key. Loads in flight are unaffected.
+   */
+  delete(key?: string): Map<string, Token> {
+    const dropped = new Map<string, Token>();
+    for (const [k, token] of this.#tokens) {
+      if (key === undefined || k === key) dropped.set(k, token);
+    }
+    for (const k of dropped.keys()) this.#tokens.delete(k);
+    return dropped;
   }
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { systemClock } from './clock.js';
 import { defaultCredentials } from './credentials.js';
 import { TokenVendingError } from './errors.js';
@@ -38,6 +39,10 @@ function checkRequest(scope: string | undefined, minTtl: number): string | undef
 
 const cacheKey = (scope: string | undefined): string =>
   scope === undefined ? '~unscoped' : `scope:${scope}`;
+
+/** The vend function's token fingerprint: the first 16 hex digits of the token's SHA-256. */
+const fingerprint = (token: string): string =>
+  createHash('sha256').update(token, 'utf8').digest('hex').slice(0, 16);
 
 function validate(options: TokenVendingClientOptions): { base: URL; region: string } {
   const problems: string[] = [];
@@ -92,6 +97,8 @@ export class TokenVendingClient {
   readonly #maxRetries: number;
   readonly #retryBudgetMs: number;
   readonly #cache: TokenCache;
+  /** Per cache key: the fingerprint of a token `invalidate` dropped, reported on the next request. */
+  readonly #revoked = new Map<string, string>();
 
   /** @throws TokenVendingError `invalid_config`, listing every problem with the options. */
   constructor(options: TokenVendingClientOptions) {
@@ -131,10 +138,16 @@ export class TokenVendingClient {
 
   /**
    * Forgets the cached token of one scope (`null` for the unscoped one), or
-   * every cached token when called without an argument.
+   * every cached token when called without an argument. Call it when the
+   * provider refused the token (401): the next request for that scope names
+   * the dropped token (`revoked=<fingerprint>`), so the vend function replaces
+   * it instead of serving it again, however long it has left.
    */
   invalidate(scope?: string | null): void {
-    this.#cache.delete(scope === undefined ? undefined : cacheKey(scope ?? undefined));
+    const dropped = this.#cache.delete(
+      scope === undefined ? undefined : cacheKey(scope ?? undefined),
+    );
+    for (const [key, token] of dropped) this.#revoked.set(key, fingerprint(token.accessToken));
   }
 
   async #fetchWithRetries(scope: string | undefined, minTtl: number): Promise<Token> {
@@ -169,11 +182,17 @@ export class TokenVendingClient {
   async #fetchOnce(scope: string | undefined, minTtl: number, timeoutMs: number): Promise<Token> {
     const query: Record<string, string> = { min_ttl: String(minTtl) };
     if (scope !== undefined) query.scope = scope;
+    const revoked = this.#revoked.get(cacheKey(scope));
+    if (revoked !== undefined) query.revoked = revoked;
     const sentMs = this.#clock.now();
     const answer = await withDeadline(timeoutMs, this.#signer.host, async (signal) => {
       const request = await this.#signer.sign('token', query);
       return sendVendRequest(this.#fetch, request, signal);
     });
-    return parseVendAnswer(answer, scope, sentMs, this.#clock.now());
+    const token = parseVendAnswer(answer, scope, sentMs, this.#clock.now());
+    if (revoked !== undefined && this.#revoked.get(cacheKey(scope)) === revoked) {
+      this.#revoked.delete(cacheKey(scope));
+    }
+    return token;
   }
 }

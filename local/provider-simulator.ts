@@ -62,13 +62,17 @@ export type TokenFault =
   | { kind: 'wrongTokenType' }
   | { kind: 'missingExpiresIn' }
   | { kind: 'expiresIn'; value: number }
-  | { kind: 'hang' };
+  | { kind: 'hang' }
+  /** The connection is reset (TCP RST) before any answer: the client sees a network error. */
+  | { kind: 'reset' };
 
 export type KeysFault =
   | { kind: 'latency'; ms: number }
   | { kind: 'status'; status: number; retryAfter?: number; body?: unknown }
   | { kind: 'malformed' }
   | { kind: 'hang' }
+  /** The connection is reset (TCP RST) before any answer. */
+  | { kind: 'reset' }
   /**
    * The request is processed in full (keys issued, idempotency record kept), then the
    * connection is destroyed before any answer: the client sees a network error after
@@ -578,6 +582,10 @@ export async function startProviderSimulator(
     faultKind = fault?.kind;
     if (fault?.kind === 'hang') {
       // Never answered; close() destroys the socket.
+      return finish(null);
+    }
+    if (fault?.kind === 'reset') {
+      req.socket.resetAndDestroy();
       return finish(null);
     }
     if (fault?.kind === 'latency') {

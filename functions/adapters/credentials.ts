@@ -120,6 +120,8 @@ export class SecretsManagerCredentials implements CredentialsSource {
   readonly #logger: CoreLogger;
   readonly #now: () => number;
   #last: ProviderCredentials | undefined;
+  /** The cached string `#last` was parsed from: a vend parses the secret only when it changed. */
+  #lastRaw: string | undefined;
   #noReadBeforeMs = 0;
 
   constructor(options: {
@@ -172,6 +174,7 @@ export class SecretsManagerCredentials implements CredentialsSource {
         cause: error,
       });
     }
+    if (raw !== undefined && raw === this.#lastRaw && this.#last) return this.#last;
     let credentials: ProviderCredentials;
     try {
       credentials = parseSecret(raw);
@@ -191,6 +194,7 @@ export class SecretsManagerCredentials implements CredentialsSource {
       });
     }
     this.#last = credentials;
+    this.#lastRaw = raw;
     return credentials;
   }
 }

@@ -165,7 +165,9 @@ export async function parseTokenResponse(
   }
   const body = result.output;
   const echoed = body.scope === '' ? undefined : body.scope;
-  if (body.scope !== undefined && echoed !== requestedScope) {
+  // A scoped token must echo its scope: a server that drops a scope it does not
+  // know grants no scope and may say nothing (oidc-provider does, interop test).
+  if ((body.scope !== undefined || requestedScope !== undefined) && echoed !== requestedScope) {
     throw new UpstreamError('The token response names a different scope than requested.');
   }
   const createdAt =

@@ -1,6 +1,7 @@
 import { epochSeconds } from './clock.js';
 import { describe } from './describe-error.js';
 import { StoreUnavailableError, UpstreamUnavailableError } from './errors.js';
+import { fingerprint } from './fingerprint.js';
 import { isFresh, isServable } from './freshness.js';
 import { tokenKey } from './item-keys.js';
 import { ItemReader } from './item-reader.js';
@@ -36,6 +37,10 @@ export type {
  * again; after this many joins it looks up on its own, so it always progresses.
  */
 const MAX_FLIGHT_JOINS = 3;
+
+/** The token is the one a caller reported as refused by the provider (by its fingerprint). */
+const isRevoked = (token: Token, revoked: string | undefined): boolean =>
+  revoked !== undefined && fingerprint(token.accessToken) === revoked;
 
 /**
  * What a lookup found: the result for whoever shares it, and, when this
@@ -84,23 +89,32 @@ export class TokenService {
    * A token for `scope` (undefined: unscoped) with more than `minTtl` seconds
    * left. Concurrent callers of one scope share one lookup whatever their
    * min_ttl; a caller whose min_ttl the shared result cannot meet checks again.
+   * `revoked`: the fingerprint of a token the provider refused; that token is
+   * never served to this caller but replaced under the lease, so callers
+   * reporting the same token cause one mint.
    */
-  async getToken(scope: string | undefined, minTtl: number): Promise<VendResult> {
+  async getToken(scope: string | undefined, minTtl: number, revoked?: string): Promise<VendResult> {
     const key = tokenKey(scope);
-    const result = await this.#getToken(key, scope, minTtl);
+    const result = await this.#getToken(key, scope, minTtl, revoked);
     // No mark while DynamoDB fails: it would only add a timeout to the vend.
     if (!result.outcome.degraded) await this.#useMarks.note(key, this.#now());
     return result;
   }
 
-  async #getToken(key: string, scope: string | undefined, minTtl: number): Promise<VendResult> {
+  async #getToken(
+    key: string,
+    scope: string | undefined,
+    minTtl: number,
+    revoked: string | undefined,
+  ): Promise<VendResult> {
     for (let joins = 0; ; ) {
       const credentials = await readCachedCredentials(this.#deps.credentials);
       const cached = this.#l1.get(key, this.#now());
-      if (cached && credentials && this.#fresh(cached, minTtl, credentials)) {
+      if (cached && isRevoked(cached, revoked)) this.#l1.delete(key);
+      else if (cached && credentials && this.#fresh(cached, minTtl, credentials)) {
         return { token: cached, outcome: outcome('l1') };
       }
-      const lookup = () => this.#lookup(key, scope, minTtl, credentials);
+      const lookup = () => this.#lookup(key, scope, minTtl, credentials, revoked);
       if (joins >= MAX_FLIGHT_JOINS) {
         const own = await lookup();
         return own.refreshing ?? own.result;
@@ -110,7 +124,9 @@ export class TokenService {
       // The caller that started the lookup waits for its own refresh; the
       // callers that joined it keep receiving the current token meanwhile.
       if (!flight.joined) return refreshing ?? result;
-      if (isServable(result.token, minTtl, this.#now())) return result;
+      if (isServable(result.token, minTtl, this.#now()) && !isRevoked(result.token, revoked)) {
+        return result;
+      }
       joins++;
     }
   }
@@ -164,12 +180,13 @@ export class TokenService {
     scope: string | undefined,
     minTtl: number,
     credentials: ProviderCredentials | undefined,
+    revoked: string | undefined,
   ): Promise<Lookup> {
     try {
-      return await this.#fromShared(key, scope, minTtl, credentials);
+      return await this.#fromShared(key, scope, minTtl, credentials, revoked);
     } catch (error) {
       if (error instanceof StoreUnavailableError) {
-        return { result: await this.#degraded(key, scope, minTtl, credentials, error) };
+        return { result: await this.#degraded(key, scope, minTtl, credentials, error, revoked) };
       }
       throw error;
     }
@@ -180,10 +197,12 @@ export class TokenService {
     scope: string | undefined,
     minTtl: number,
     known: ProviderCredentials | undefined,
+    revoked: string | undefined,
   ): Promise<Lookup> {
     const item = await this.#deps.store.get(key);
     const view = await this.#items.view(item, known);
-    const { token } = view;
+    // A token the caller reports as revoked is treated as absent: replaced under the lease.
+    const token = view.token && !isRevoked(view.token, revoked) ? view.token : undefined;
     if (
       token &&
       view.canReplace &&
@@ -213,7 +232,7 @@ export class TokenService {
     }
     // Another caller refreshes: everyone else keeps receiving the current token.
     if (current) return current;
-    return { result: await this.#waitForRefresh(key, scope, minTtl, view.credentials) };
+    return { result: await this.#waitForRefresh(key, scope, minTtl, view.credentials, revoked) };
   }
 
   /**
@@ -290,6 +309,7 @@ export class TokenService {
     scope: string | undefined,
     minTtl: number,
     credentials: ProviderCredentials,
+    revoked: string | undefined,
   ): Promise<VendResult> {
     const { clock } = this.#deps;
     const startedMs = clock.now();
@@ -304,7 +324,9 @@ export class TokenService {
       const item = await this.#deps.store.get(key);
       const view = await this.#items.view(item, credentials);
       const servable =
-        view.token && isServable(view.token, minTtl, this.#now()) ? view.token : undefined;
+        view.token && isServable(view.token, minTtl, this.#now()) && !isRevoked(view.token, revoked)
+          ? view.token
+          : undefined;
       if (servable && view.canReplace) {
         this.#l1.set(key, servable, this.#now());
         return { token: servable, outcome: outcome('l2', { waited: true }) };
@@ -361,11 +383,13 @@ export class TokenService {
     minTtl: number,
     credentials: ProviderCredentials | undefined,
     error: unknown,
+    revoked: string | undefined,
   ): Promise<VendResult> {
     this.#storeFailed('read', error);
     const cached = this.#l1.get(key, this.#now());
     if (
       cached &&
+      !isRevoked(cached, revoked) &&
       (credentials === undefined || cached.credentialsVersion === credentials.version) &&
       isServable(cached, minTtl, this.#now())
     ) {

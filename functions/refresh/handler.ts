@@ -4,7 +4,11 @@ import { systemClock } from '../core/clock.js';
 import { VendError } from '../core/errors.js';
 import { createAwsRuntime } from '../vend-token/aws-runtime.js';
 import { forceRefresh } from './force-refresh.js';
-import { runScheduledRefresh, ScheduledRefreshFailedError } from './scheduled-refresh.js';
+import {
+  runScheduledRefresh,
+  ScheduledRefreshFailedError,
+  scheduledRefreshDueWithin,
+} from './scheduled-refresh.js';
 
 // Thin wiring, shared with the vend function: the same table, key, secret and
 // lease, so the schedule and every vend instance mint at most once together.
@@ -44,7 +48,7 @@ export const handler = async (event: unknown, context: Context) => {
       { tokens: runtime.tokens, store, clock: systemClock, logger },
       {
         inUseWindowSeconds: extra.inUseWindowSeconds,
-        dueWithinSeconds: 2 * extra.intervalSeconds,
+        dueWithinSeconds: scheduledRefreshDueWithin(extra.intervalSeconds),
         scopes: settings.policy.scopes,
       },
     );

@@ -11,7 +11,7 @@ export interface ScheduledRefreshConfig {
   readonly inUseWindowSeconds: number;
   /**
    * Refresh a token that would enter its refresh-ahead window within this
-   * many seconds: two schedule intervals, so one missed run changes nothing.
+   * many seconds: see scheduledRefreshDueWithin.
    */
   readonly dueWithinSeconds: number;
   /** The access policy's scopes: no other scope is ever sent upstream. */
@@ -19,6 +19,21 @@ export interface ScheduledRefreshConfig {
   /** Scopes refreshed at once. Default 4. */
   readonly concurrency?: number;
 }
+
+/** How late a scheduled run may start and still refresh before any vend sees the window. */
+export const RUN_LATENESS_SECONDS = 60;
+
+/**
+ * The `dueWithinSeconds` for a schedule running every `intervalSeconds`: a
+ * token is refreshed at the last run before it would enter its refresh-ahead
+ * window (one interval, plus a minute for a run that starts late), so a
+ * scope is minted about once per (lifetime - refresh-ahead), not an interval
+ * earlier every time. A run that is missed altogether leaves the token to the
+ * vend path's refresh-ahead: one caller mints under the lease, all others
+ * keep receiving the current token.
+ */
+export const scheduledRefreshDueWithin = (intervalSeconds: number): number =>
+  intervalSeconds + RUN_LATENESS_SECONDS;
 
 export interface ScheduledRefreshDeps {
   readonly tokens: Pick<TokenService, 'refresh'>;
@@ -31,7 +46,7 @@ export interface ScheduledRefreshDeps {
 export interface ScheduledRefreshReport {
   /** Minted now. */
   readonly refreshed: string[];
-  /** In use, and not due before the next two runs. */
+  /** In use, and not due before the next run. */
   readonly fresh: string[];
   /** Another caller held the lease or a failed refresh was backing off. */
   readonly busy: string[];
@@ -54,7 +69,7 @@ export class ScheduledRefreshFailedError extends Error {
 
 /**
  * The scheduled refresh of SPEC section 2: every cached token that is in use
- * and would come due before the next two runs is refreshed under the vend
+ * and would come due before the next run is refreshed under the vend
  * path's own lease (one mint across all instances and the schedule), so once
  * a scope is in use no vend waits on the provider. Returns what it did; the
  * caller decides whether a failure fails the invocation.

@@ -60,7 +60,7 @@ export function createVendApp(deps: VendAppDeps): VendApp {
       scope = request.scope;
       if (typeof principal !== 'string' || principal === '') throw new UnauthenticatedError();
       deps.policy.authorize(principal, scope);
-      const { token, outcome } = await deps.tokens.getToken(scope, request.minTtl);
+      const { token, outcome } = await deps.tokens.getToken(scope, request.minTtl, request.revoked);
       const now = Math.floor(clock.now() / 1000);
       const expiresIn = Math.max(0, token.expiresAt - now);
       const latencyMs = clock.now() - started;
@@ -70,6 +70,7 @@ export function createVendApp(deps: VendAppDeps): VendApp {
         status: 200,
         outcome: outcomeLabel(outcome),
         ...outcome,
+        ...(request.revoked === undefined ? {} : { revokedFingerprint: request.revoked }),
         secondsLeft: expiresIn,
         latencyMs,
         tokenFingerprint: fingerprint(token.accessToken),

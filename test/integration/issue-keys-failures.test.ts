@@ -204,11 +204,28 @@ describe('the unscoped token', () => {
     expect(job.logger.lines.join('\n')).toContain('"tokenChanged":true');
   });
 
-  it('401 again with the refreshed token is token_rejected after exactly one retry', async () => {
-    // Prepare: the vend cache still serves the revoked token (7200 s left)
+  it('401 for a revoked token with 7200 s left: the retry names it, gets a new token and succeeds', async () => {
+    // Regression (fault matrix): the vend cache served the revoked token again,
+    // since it had more than any min_ttl left, and the id failed token_rejected.
     const job = h.job();
     await h.tokens().getToken();
     h.sim.revokeTokens();
+
+    // Act
+    const result = await job.run();
+
+    // Assess
+    expect(result.issued).toEqual(['ba_demo_1']);
+    const sent = keysSent();
+    expect(sent).toHaveLength(2);
+    expect(sent[1]?.headers.authorization).not.toBe(sent[0]?.headers.authorization);
+    expect(h.sim.stats.tokensIssued).toBe(2);
+  });
+
+  it('401 again with the refreshed token is token_rejected after exactly one retry', async () => {
+    // Prepare: the provider refuses every token for the keys endpoint
+    const job = h.job();
+    h.sim.injectKeysFault({ kind: 'status', status: 401 }, 2);
 
     // Act
     const result = await job.run();

@@ -3,6 +3,7 @@ import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-stor
 import {
   runScheduledRefresh,
   type ScheduledRefreshConfig,
+  scheduledRefreshDueWithin,
 } from '../../functions/refresh/scheduled-refresh.js';
 import type { VendRuntime } from '../../functions/vend-token/runtime.js';
 import { TestClock } from '../support/clock.js';
@@ -17,14 +18,14 @@ const CONFIG: ScheduledRefreshConfig = {
   scopes: new Set(['ba_demo_1', 'ba_demo_2']),
 };
 
-function world() {
+function world(config: ScheduledRefreshConfig = CONFIG) {
   const clock = new TestClock({ virtualSleep: true });
   const store = new DynamoDbTokenStore(shared.client, shared.table);
   const instance = () =>
     makeInstance({ sim: shared.sim, clock, client: shared.client, table: shared.table });
   const scheduler = instance();
   const refresh = () =>
-    runScheduledRefresh({ tokens: scheduler.tokens, store, clock, logger: quietLogger() }, CONFIG);
+    runScheduledRefresh({ tokens: scheduler.tokens, store, clock, logger: quietLogger() }, config);
   return { clock, store, instance, refresh };
 }
 
@@ -103,5 +104,32 @@ describe('scheduled refresh', () => {
     // Assess
     expect(vends).toBeGreaterThanOrEqual(10);
     expect(vendsThatReachedTheProvider).toBe(0);
+  });
+
+  it("with the refresh function's own due-within for a 5-minute schedule, mints at most ceil(86400 / (lifetime - refresh_ahead)) + 1 times a day, and no vend waits", async () => {
+    // Regression (bench): two intervals of due-within refreshed every 5700 s,
+    // 16 mints a day where (7200 - 900) s per token allows 15.
+    const w = world({ ...CONFIG, dueWithinSeconds: scheduledRefreshDueWithin(300) });
+    const instances = [w.instance(), w.instance()];
+    await ask(instances[0]!, 'ba_demo_1');
+    w.clock.advance(10); // the first mint falls between two runs
+    let waited = 0;
+
+    // Act: 24 h in five-minute steps; each step the schedule runs, then a caller asks
+    for (let step = 1; step <= (24 * 60) / 5; step++) {
+      await w.refresh();
+      w.clock.advance(120);
+      const before = shared.sim.stats.tokenRequests;
+      const result = await ask(instances[step % 2]!, 'ba_demo_1');
+      if (shared.sim.stats.tokenRequests !== before) waited++;
+      expect(result.status).toBe(200);
+      w.clock.advance(180);
+    }
+
+    // Assess
+    expect(shared.sim.stats.tokenRequestsByScope.ba_demo_1).toBeLessThanOrEqual(
+      Math.ceil(86_400 / (7200 - 900)) + 1,
+    );
+    expect(waited).toBe(0);
   });
 });

@@ -10,7 +10,7 @@ const ROOT = resolve(import.meta.dirname, '../..');
  */
 export async function bundle(
   entry: { path: string } | { contents: string },
-): Promise<{ bytes: number; inputs: string[] }> {
+): Promise<{ bytes: number; inputs: string[]; code: Uint8Array }> {
   const result = await build({
     ...('path' in entry
       ? { entryPoints: [entry.path] }
@@ -26,5 +26,6 @@ export async function bundle(
     logLevel: 'silent',
   });
   const bytes = result.outputFiles.reduce((sum, file) => sum + file.contents.length, 0);
-  return { bytes, inputs: Object.keys(result.metafile.inputs) };
+  const code = result.outputFiles[0]?.contents ?? new Uint8Array();
+  return { bytes, inputs: Object.keys(result.metafile.inputs), code };
 }

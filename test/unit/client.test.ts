@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 /**
  * TokenVendingClient with a scripted fetch: every request is really signed
  * (and checked with the local Function URL's SigV4 verifier); time is a fake
@@ -365,6 +366,32 @@ describe('caching and single flight', () => {
     await vending.getToken();
 
     expect(sent).toHaveLength(4);
+  });
+
+  it('names the token it dropped on the next request for that scope only, once', async () => {
+    // Regression (fault matrix): after a provider revoked a young token, invalidate and
+    // a higher min_ttl still got the same token back, which had far more left than 3600 s.
+    const clock = fakeClock();
+    const { fetch, sent } = scriptedFetch(
+      tokenAnswer(clock, { scope: 'ba_1' }),
+      tokenAnswer(clock, { scope: 'ba_1', token: 'tok_replacement' }),
+      tokenAnswer(clock, { scope: 'ba_2' }),
+    );
+    const vending = client(fetch, clock);
+    await vending.getToken({ scope: 'ba_1' });
+
+    vending.invalidate('ba_1');
+    const renewed = await vending.getToken({ scope: 'ba_1', minTtl: 3600 });
+    await vending.getToken({ scope: 'ba_2' });
+
+    const fingerprint = createHash('sha256').update(SECRET_TOKEN).digest('hex').slice(0, 16);
+    const queries = sent.map((request) => new URL(request.url).search);
+    expect(queries).toEqual([
+      '?min_ttl=300&scope=ba_1',
+      `?min_ttl=3600&revoked=${fingerprint}&scope=ba_1`,
+      '?min_ttl=300&scope=ba_2',
+    ]);
+    expect(renewed.accessToken).toBe('tok_replacement');
   });
 
   it('returns frozen tokens, and the Authorization header', async () => {

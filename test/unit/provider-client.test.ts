@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Clock } from '../../functions/core/clock.js';
-import { VendError } from '../../functions/core/errors.js';
+import { UpstreamError, VendError } from '../../functions/core/errors.js';
 import type { ProviderCredentials } from '../../functions/core/ports.js';
 import {
   MAX_ACCESS_TOKEN_LENGTH,
@@ -412,21 +412,17 @@ describe('requestToken: untrusted token responses (stubbed fetch)', () => {
     expect(grant.accessToken).toBe(GOOD.access_token);
   });
 
-  it('choice: a scoped response without a scope echo is accepted as the requested scope (RFC 6749 5.1)', async () => {
-    // Prepare
+  it('regression (interop): a scoped response without a scope echo is upstream_error, not taken as the requested scope', async () => {
+    // oidc-provider drops a scope it does not know and answers a token with no
+    // scope at all: taking silence for the requested scope served an unscoped
+    // token as a scoped one.
     const { scope: _omitted, ...withoutScope } = GOOD;
     answer(withoutScope);
 
-    // Act
-    const grant = await requestToken(deps, config, CREDENTIALS, 'ba_demo_1');
+    const failure = requestToken(deps, config, CREDENTIALS, 'ba_demo_1');
 
-    // Assess
-    expect(grant).toEqual({
-      accessToken: GOOD.access_token,
-      tokenType: 'Bearer',
-      expiresIn: 7200,
-      scope: 'ba_demo_1',
-    });
+    await expect(failure).rejects.toBeInstanceOf(UpstreamError);
+    await expect(failure).rejects.toMatchObject({ code: 'upstream_error' });
   });
 });
 

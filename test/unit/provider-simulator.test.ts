@@ -512,6 +512,26 @@ describe('token faults', () => {
     expect(sim.stats.tokensIssued).toBe(0);
   });
 
+  it('reset drops the connection without an answer, then the next request is served', async () => {
+    // Prepare
+    sim.injectTokenFault({ kind: 'reset' });
+
+    // Act
+    const reset = await tokenCall().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    const next = await tokenCall();
+
+    // Assess
+    expect(reset).toBeInstanceOf(TypeError);
+    expect(((reset as TypeError).cause as NodeJS.ErrnoException).code).toBe('ECONNRESET');
+    expect(next.status).toBe(200);
+    expect(sim.stats.tokenRequests).toBe(2);
+    expect(sim.stats.tokensIssued).toBe(1);
+    expect(sim.requests[0]).toMatchObject({ fault: 'reset', status: 0 });
+  });
+
   it('close() ends hanging requests promptly', async () => {
     // Prepare
     const other = await startProviderSimulator();
@@ -768,6 +788,22 @@ describe('key-issuing endpoint (4.2)', () => {
     expect(broken.status).toBe(400);
     expect(array.status).toBe(400);
     expect(object.status).toBe(201);
+  });
+
+  it('keys fault reset drops the connection before the keys are issued', async () => {
+    // Prepare
+    const token = await tokenFor(null);
+    sim.injectKeysFault({ kind: 'reset' });
+
+    // Act
+    const reset = await keysCall('ba_demo_1', token).then(
+      () => 'answered',
+      () => 'failed',
+    );
+
+    // Assess
+    expect(reset).toBe('failed');
+    expect(sim.stats.keysIssued).toBe(0);
   });
 
   it('keys faults: 429 with Retry-After, then malformed, then a real answer', async () => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { UpstreamUnavailableError } from '../../functions/core/errors.js';
 import { TokenService } from '../../functions/core/token-service.js';
@@ -291,5 +292,37 @@ describe('TokenService', () => {
     const result = await short.b.getToken('ba_1', 600);
 
     expect(result.token.accessToken).toBe('tok-2');
+  });
+
+  describe('a token reported as revoked (by its fingerprint)', () => {
+    const fingerprintOf = (token: string) =>
+      createHash('sha256').update(token).digest('hex').slice(0, 16);
+
+    it('is replaced under the lease however long it has left, once for all reporting instances', async () => {
+      // Regression (fault matrix): a revoked token with 6600 s left was served again to a
+      // caller asking with min_ttl 3600 after a 401.
+      await t.a.getToken('ba_1', 300);
+      await t.b.getToken('ba_1', 300);
+      t.clock.advance(600);
+
+      const fromA = await t.a.getToken('ba_1', 3600, fingerprintOf('tok-1'));
+      const fromB = await t.b.getToken('ba_1', 3600, fingerprintOf('tok-1'));
+      const plain = await t.instance('c').getToken('ba_1', 300);
+
+      expect(fromA.token.accessToken).toBe('tok-2');
+      expect(fromA.outcome.tier).toBe('provider');
+      expect(fromB.token.accessToken).toBe('tok-2');
+      expect(plain.token.accessToken).toBe('tok-2');
+      expect(t.provider.state.mints).toBe(2);
+    });
+
+    it('causes no mint when the fingerprint is not the current token', async () => {
+      await t.a.getToken('ba_1', 300);
+
+      const result = await t.b.getToken('ba_1', 300, fingerprintOf('tok-0'));
+
+      expect(result.token.accessToken).toBe('tok-1');
+      expect(t.provider.state.mints).toBe(1);
+    });
   });
 });

@@ -12,6 +12,8 @@ const OUR_DETAILS = [
   UNKNOWN,
   'Parameter "scope" is repeated.',
   'Parameter "min_ttl" is repeated.',
+  'revoked must be a token fingerprint: 16 lower-case hex digits',
+  'Parameter "revoked" is repeated.',
 ];
 
 /** Runs `fn`, expecting an InvalidRequestError; returns it. */
@@ -248,5 +250,29 @@ describe('parseVendRequest', () => {
     // Assess
     expect(badScope.message).not.toContain('zzz');
     expect(badTtl.message).not.toContain('zzz');
+  });
+});
+
+describe('revoked: a token the provider refused, by fingerprint', () => {
+  it('reads a 16 hex digit fingerprint beside scope and min_ttl', () => {
+    expect(parseVendRequest('min_ttl=3600&revoked=0123456789abcdef&scope=ba_1')).toEqual({
+      scope: 'ba_1',
+      minTtl: 3600,
+      revoked: '0123456789abcdef',
+    });
+  });
+
+  it.each(['', '0123456789ABCDEF', '0123456789abcde', '0123456789abcdef0', 'sim_token_itself'])(
+    'rejects %j without echoing it',
+    (value) => {
+      const error = rejection(`revoked=${value}`);
+      expect(error.message).toBe('revoked must be a token fingerprint: 16 lower-case hex digits');
+    },
+  );
+
+  it('rejects a repeated revoked', () => {
+    expect(rejection('revoked=0123456789abcdef&revoked=0123456789abcdef').message).toBe(
+      'Parameter "revoked" is repeated.',
+    );
   });
 });

@@ -1,0 +1,100 @@
+/**
+ * `npm run bench`: the token service against three naive baselines, on
+ * DynamoDB Local (its own, unless DYNAMODB_ENDPOINT is set) and the provider
+ * simulator. Prints the tables, writes bench/results.json and
+ * bench/results.svg, and exits 1 when a target is missed.
+ */
+import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { cpus } from 'node:os';
+import { resolve } from 'node:path';
+import { coldStart } from './cold-start.js';
+import { VARIANTS, type VariantName } from './names.js';
+import {
+  type BenchResults,
+  renderColdStart,
+  renderSvg,
+  renderTable,
+  renderTargets,
+  type VariantResults,
+} from './report.js';
+import { checkTargets } from './targets.js';
+import { coldStampede, latency, PROVIDER_LATENCY_MS, simulatedDay } from './workloads.js';
+import { SCOPES, startWorld } from './world.js';
+
+const HERE = import.meta.dirname;
+
+function cpuModel(): string {
+  try {
+    const info = readFileSync('/proc/cpuinfo', 'utf8');
+    return /^model name\s*:\s*(.+)$/m.exec(info)?.[1]?.trim() ?? cpus()[0]?.model ?? 'unknown';
+  } catch {
+    return cpus()[0]?.model ?? 'unknown';
+  }
+}
+
+const log = (message: string) => process.stderr.write(`${message}\n`);
+
+/** JSON as the repository's formatter writes it: arrays of strings on one line. */
+function formatJson(value: unknown): string {
+  return JSON.stringify(value, null, 2).replace(
+    /\[\n\s+("[^"\n]*"(?:,\n\s+"[^"\n]*")*)\n\s+\]/g,
+    (_, items: string) => `[${items.split(/,\n\s+/).join(', ')}]`,
+  );
+}
+
+async function main(): Promise<number> {
+  const started = performance.now();
+  const world = await startWorld();
+  const variants = {} as Record<VariantName, VariantResults>;
+  try {
+    for (const name of VARIANTS) {
+      const t = performance.now();
+      const stampedeOne = await coldStampede(world, name, SCOPES.slice(0, 1), 500);
+      const stampedeMany = await coldStampede(world, name, SCOPES, 500);
+      const day = await simulatedDay(world, name);
+      const lat = await latency(world, name);
+      variants[name] = { stampedeOne, stampedeMany, day, latency: lat };
+      log(`bench: ${name} done in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    }
+  } finally {
+    await world.close();
+  }
+  const cold = await coldStart();
+  log('bench: cold start done');
+  const results: BenchResults = {
+    machine: {
+      cpus: cpus().length,
+      cpuModel: cpuModel(),
+      node: process.version,
+      platform: `${process.platform} ${process.arch}`,
+    },
+    startedAt: new Date().toISOString(),
+    durationSeconds: Math.round((performance.now() - started) / 1000),
+    providerLatencyMs: PROVIDER_LATENCY_MS,
+    variants,
+    coldStart: cold,
+  };
+  const targets = checkTargets(results);
+  results.targets = targets;
+  await writeFile(resolve(HERE, 'results.json'), `${formatJson(results)}\n`);
+  await writeFile(resolve(HERE, 'results.svg'), renderSvg(results));
+  const m = results.machine;
+  process.stdout.write(
+    [
+      `Machine: ${m.cpus} CPUs, ${m.cpuModel}, Node ${m.node}, ${m.platform}; run took ${results.durationSeconds} s`,
+      '',
+      renderTable(results),
+      '',
+      renderColdStart(results),
+      '',
+      renderTargets(targets),
+      '',
+      'Wrote bench/results.json and bench/results.svg',
+      '',
+    ].join('\n'),
+  );
+  return targets.every((t) => t.met) ? 0 : 1;
+}
+
+process.exitCode = await main();

@@ -1,0 +1,75 @@
+/** The bench's targets (issue 9), checked against a run's results; any miss fails the run. */
+import type { ColdStartResult } from './cold-start.js';
+import { REFRESH_AHEAD_SECONDS } from './names.js';
+import type { BenchResults } from './report.js';
+
+/** The vend function's bundle budget: 450 KB (KiB, as the bundle-size test counts it). */
+export const VEND_BUNDLE_BUDGET_BYTES = 450 * 1024;
+export const TOKEN_LIFETIME_SECONDS = 7200;
+
+export interface TargetCheck {
+  readonly target: string;
+  readonly measured: string;
+  readonly met: boolean;
+}
+
+const ms = (value: number | undefined) =>
+  value === undefined || Number.isNaN(value) ? 'n/a' : `${value.toFixed(3)} ms`;
+
+export function checkTargets(results: BenchResults): TargetCheck[] {
+  const ours = results.variants.ours;
+  const maxDayMints = Math.ceil(86_400 / (TOKEN_LIFETIME_SECONDS - REFRESH_AHEAD_SECONDS)) + 1;
+  const vend = results.coldStart.find((c): c is ColdStartResult => c.name === 'vend');
+  const l1 = ours.latency.l1?.p99;
+  const l2 = ours.latency.l2?.p50;
+  const bare = ours.latency.bareGetItem?.p50;
+  const importRatio = vend ? vend.importMs / vend.sdkOnlyImportMs : Number.NaN;
+  const runs = [ours.stampedeOne, ours.stampedeMany, ours.day];
+  return [
+    {
+      target: 'cold stampede: exactly 1 mint per scope (1 scope, and 20 scopes)',
+      measured: `${ours.stampedeOne.maxMintsPerScope} and ${ours.stampedeMany.maxMintsPerScope} max per scope (${ours.stampedeOne.mints} + ${ours.stampedeMany.mints} in all)`,
+      met:
+        ours.stampedeOne.mints === 1 &&
+        ours.stampedeMany.mints === ours.stampedeMany.scopes &&
+        ours.stampedeMany.maxMintsPerScope === 1,
+    },
+    {
+      target: `24 h: at most ceil(86400 / (${TOKEN_LIFETIME_SECONDS} - ${REFRESH_AHEAD_SECONDS})) + 1 = ${maxDayMints} mints per scope`,
+      measured: `${ours.day.maxMintsPerScope} max per scope`,
+      met: ours.day.maxMintsPerScope <= maxDayMints,
+    },
+    {
+      target: "24 h: after a scope's first mint no caller waits on the provider",
+      measured: `${ours.day.waitedAfterFirstMint} vends waited`,
+      met: ours.day.waitedAfterFirstMint === 0,
+    },
+    {
+      target: 'L1 hit p99 < 0.2 ms',
+      measured: ms(l1),
+      met: l1 !== undefined && l1 < 0.2,
+    },
+    {
+      target: 'L2 hit p50 <= 1.3 x bare GetItem p50',
+      measured: `${ms(l2)} vs ${ms(bare)} (${l2 && bare ? (l2 / bare).toFixed(2) : 'n/a'} x)`,
+      met: l2 !== undefined && bare !== undefined && l2 <= 1.3 * bare,
+    },
+    {
+      target: 'vend bundle <= 450 KB',
+      measured: vend ? `${(vend.bytes / 1024).toFixed(1)} KB (${vend.bytes} bytes)` : 'n/a',
+      met: vend !== undefined && vend.bytes <= VEND_BUNDLE_BUDGET_BYTES,
+    },
+    {
+      target: 'vend import time <= 1.10 x SDK-only bundle',
+      measured: vend
+        ? `${vend.importMs.toFixed(1)} ms vs ${vend.sdkOnlyImportMs.toFixed(1)} ms (${importRatio.toFixed(2)} x)`
+        : 'n/a',
+      met: importRatio <= 1.1,
+    },
+    {
+      target: 'no caller is ever served an expired, short or wrong-scope token',
+      measured: `${runs.reduce((n, r) => n + r.badTokens, 0)} bad tokens served`,
+      met: runs.every((r) => r.badTokens === 0),
+    },
+  ];
+}

@@ -1,0 +1,119 @@
+/**
+ * What every bench workload runs against: DynamoDB Local (its own, unless
+ * DYNAMODB_ENDPOINT is set), the provider simulator on loopback, a clock the
+ * workloads move, and DynamoDB clients that count the calls they send.
+ */
+import { Console } from 'node:console';
+import { randomUUID } from 'node:crypto';
+import { Agent } from 'node:http';
+import { Writable } from 'node:stream';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { AccessPolicy } from '../functions/core/access-policy.js';
+import { type DynamoDbLocal, startDynamoDbLocal } from '../local/dynamodb-local.js';
+import { type ProviderSimulator, startProviderSimulator } from '../local/provider-simulator.js';
+import { ensureTable, LOCAL_AWS_CREDENTIALS } from '../local/table.js';
+
+/** The 20 scopes of the bench's access policy (and of the simulator). */
+export const SCOPES: readonly string[] = Array.from(
+  { length: 20 },
+  (_, i) => `ba_bench_${String(i + 1).padStart(2, '0')}`,
+);
+
+/** The caller every bench vend is made as; the policy grants it every scope. */
+export const CALLER_ARN = 'arn:aws:sts::111122223333:assumed-role/checkout/bench';
+
+export const POLICY_JSON = JSON.stringify({
+  scopes: SCOPES,
+  grants: [{ principal: 'arn:aws:iam::111122223333:role/checkout', scopes: ['*'] }],
+});
+
+export const POLICY = AccessPolicy.parse(POLICY_JSON);
+
+/** A DynamoDB client whose every command is counted, by command name. */
+export interface CountingClient {
+  readonly client: DynamoDBClient;
+  readonly counts: Map<string, number>;
+  total(): number;
+}
+
+export function countingClient(endpoint: string): CountingClient {
+  const client = new DynamoDBClient({
+    region: 'us-east-1',
+    endpoint,
+    credentials: LOCAL_AWS_CREDENTIALS,
+    // As the functions configure it (aws-runtime.ts), but with longer timeouts:
+    // DynamoDB Local, sharing two cores with the bench, is slower than DynamoDB to
+    // answer and, in a burst of new connections, to accept them. The simulated
+    // instances share the client, so it gets more sockets than one instance's 50.
+    maxAttempts: 2,
+    requestHandler: {
+      requestTimeout: 5000,
+      connectionTimeout: 5000,
+      httpAgent: new Agent({ keepAlive: true, maxSockets: 200 }),
+    },
+  });
+  const counts = new Map<string, number>();
+  client.middlewareStack.add(
+    (next, context) => (args) => {
+      const name = context.commandName ?? 'unknown';
+      counts.set(name, (counts.get(name) ?? 0) + 1);
+      return next(args);
+    },
+    { step: 'initialize', name: 'benchCallCounter' },
+  );
+  return {
+    client,
+    counts,
+    total: () => [...counts.values()].reduce((sum, n) => sum + n, 0),
+  };
+}
+
+/**
+ * A Powertools logger at INFO, formatting every line as in production and
+ * writing it nowhere, so logging costs what it costs in Lambda without
+ * flooding the bench's own output.
+ */
+export function discardingLogger(): Logger {
+  const logger = new Logger({ serviceName: 'bench', logLevel: 'INFO' });
+  const sink = new Writable({ write: (_chunk, _encoding, done) => done() });
+  Object.assign(logger as unknown as { console: Console }, {
+    console: new Console({ stdout: sink, stderr: sink }),
+  });
+  return logger;
+}
+
+export interface World {
+  readonly endpoint: string;
+  readonly sim: ProviderSimulator;
+  /** A fresh table (no TTL, so the emulator never sweeps items under simulated time). */
+  newTable(): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function startWorld(): Promise<World> {
+  const local: DynamoDbLocal | undefined = process.env.DYNAMODB_ENDPOINT
+    ? undefined
+    : await startDynamoDbLocal();
+  const endpoint = process.env.DYNAMODB_ENDPOINT ?? (local as DynamoDbLocal).endpoint;
+  const admin = new DynamoDBClient({
+    region: 'us-east-1',
+    endpoint,
+    credentials: LOCAL_AWS_CREDENTIALS,
+  });
+  const sim = await startProviderSimulator({ allowedScopes: [...SCOPES] });
+  return {
+    endpoint,
+    sim,
+    newTable: async () => {
+      const name = `bench-${randomUUID()}`;
+      await ensureTable(admin, name, { ttl: false });
+      return name;
+    },
+    close: async () => {
+      admin.destroy();
+      await sim.close();
+      await local?.stop();
+    },
+  };
+}

@@ -1,0 +1,114 @@
+/**
+ * A smoke test of the bench's own modules (statistics, targets, outputs) on a
+ * made-up result; the bench itself runs only with `npm run bench`.
+ */
+import { describe, expect, it } from 'vitest';
+import type { BenchResults, VariantResults } from '../../bench/report.js';
+import { renderColdStart, renderSvg, renderTable, renderTargets } from '../../bench/report.js';
+import { percentile, seededRandom, summarize } from '../../bench/stats.js';
+import { checkTargets } from '../../bench/targets.js';
+
+const latency = (p50: number, p99 = p50 * 2) => ({ n: 100, p50, p99 });
+
+function run(mints: number, overrides: Partial<VariantResults['day']> = {}) {
+  return {
+    vends: 500,
+    errors: {},
+    mints,
+    maxMintsPerScope: mints,
+    dynamoCallsPerVend: 0.5,
+    latency: latency(2),
+    served: { l2: 500 },
+    badTokens: 0,
+    scopes: 1,
+    requestsPerScope: 500,
+    waitedAfterFirstMint: 0,
+    instancesStarted: 50,
+    ...overrides,
+  };
+}
+
+function variant(mints: number): VariantResults {
+  return {
+    stampedeOne: run(mints),
+    stampedeMany: { ...run(20 * mints), maxMintsPerScope: mints, scopes: 20 },
+    day: run(15 * mints, { maxMintsPerScope: 15 }),
+    latency: {
+      l1: latency(0.02, 0.05),
+      l2: latency(1.1),
+      bareGetItem: latency(1),
+      duringRefresh: latency(5),
+      duringRefreshServed: { l2: 20 },
+    },
+  };
+}
+
+function results(): BenchResults {
+  return {
+    machine: { cpus: 2, cpuModel: 'test', node: 'v20', platform: 'linux x64' },
+    startedAt: '2030-01-01T00:00:00.000Z',
+    durationSeconds: 1,
+    providerLatencyMs: 100,
+    variants: {
+      ours: variant(1),
+      'no-cache': variant(500),
+      'memory-only': variant(50),
+      'dynamodb-no-lease': variant(50),
+    },
+    coldStart: [
+      {
+        name: 'vend',
+        bytes: 449_000,
+        sdkClients: ['client-dynamodb'],
+        sdkOnlyBytes: 369_000,
+        importMs: 50,
+        sdkOnlyImportMs: 48,
+      },
+    ],
+  };
+}
+
+describe('bench statistics', () => {
+  it('takes nearest-rank percentiles and a seeded random sequence', () => {
+    const samples = Array.from({ length: 100 }, (_, i) => i + 1);
+    expect(percentile(samples, 50)).toBe(50);
+    expect(percentile(samples, 99)).toBe(99);
+    expect(summarize([3, 1, 2])).toEqual({ n: 3, p50: 2, p99: 3 });
+    expect(Number.isNaN(percentile([], 50))).toBe(true);
+    const a = seededRandom(7);
+    const b = seededRandom(7);
+    expect([a(), a(), a()]).toEqual([b(), b(), b()]);
+  });
+});
+
+describe('bench targets and outputs', () => {
+  it('passes every target on a run that meets them, and names the one a run misses', () => {
+    const good = results();
+    const bad = results();
+    bad.variants.ours = { ...variant(1), stampedeOne: run(2) };
+
+    expect(checkTargets(good).every((t) => t.met)).toBe(true);
+    expect(
+      checkTargets(bad)
+        .filter((t) => !t.met)
+        .map((t) => t.target),
+    ).toEqual(['cold stampede: exactly 1 mint per scope (1 scope, and 20 scopes)']);
+  });
+
+  it('renders the Markdown tables and the SVG chart', () => {
+    const r = results();
+
+    const table = renderTable(r);
+    const svg = renderSvg(r);
+
+    expect(table.split('\n')[0]).toBe(
+      '| workload | metric | token service (L1 + L2 + lease) | no cache (mint per request) | per-instance memory cache | DynamoDB cache, no lease |',
+    );
+    expect(table).toContain('| 500 (500x) |');
+    expect(renderColdStart(r)).toContain('| vend | 438.5 |');
+    expect(renderTargets(checkTargets(r))).toContain('| yes |');
+    expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
+    expect(svg).toContain('<title id="chart-title">');
+    expect(svg.trimEnd().endsWith('</svg>')).toBe(true);
+  });
+});
