@@ -7,7 +7,10 @@ import { DynamoDbTokenStore } from '../functions/adapters/dynamodb-token-store.j
 import { AesGcmSealer } from '../functions/adapters/sealers.js';
 import { systemClock } from '../functions/core/clock.js';
 import type { Env } from '../functions/core/config.js';
-import { runScheduledRefresh } from '../functions/refresh/scheduled-refresh.js';
+import {
+  runScheduledRefresh,
+  scheduledRefreshDueWithin,
+} from '../functions/refresh/scheduled-refresh.js';
 import { createVendRuntime, type VendRuntime } from '../functions/vend-token/runtime.js';
 import { startDynamoDbLocal } from './dynamodb-local.js';
 import { startLocalFunctionUrl } from './function-url.js';
@@ -137,7 +140,7 @@ export async function startLocalStack(
             { tokens: runtime.tokens, store, clock: systemClock, logger },
             {
               inUseWindowSeconds: settings.inUseWindowSeconds,
-              dueWithinSeconds: 2 * settings.refreshIntervalSeconds,
+              dueWithinSeconds: scheduledRefreshDueWithin(settings.refreshIntervalSeconds),
               scopes: vend.policy.scopes,
             },
           ),

@@ -38,9 +38,24 @@ export type {
  */
 const MAX_FLIGHT_JOINS = 3;
 
-/** The token is the one a caller reported as refused by the provider (by its fingerprint). */
-const isRevoked = (token: Token, revoked: string | undefined): boolean =>
-  revoked !== undefined && fingerprint(token.accessToken) === revoked;
+/**
+ * A report is honoured only for a token at least this old: a caller that
+ * loops (gets a token, the provider refuses it for another reason, reports
+ * it, gets the new one...) then makes at most one mint a minute per scope.
+ */
+export const REVOCATION_MIN_AGE_SECONDS = 60;
+
+/**
+ * The token is the one a caller reported as refused by the provider (by its
+ * fingerprint), and old enough for the report to count.
+ */
+function isRevoked(token: Token, revoked: string | undefined, now: number): boolean {
+  return (
+    revoked !== undefined &&
+    now - token.issuedAt >= REVOCATION_MIN_AGE_SECONDS &&
+    fingerprint(token.accessToken) === revoked
+  );
+}
 
 /**
  * What a lookup found: the result for whoever shares it, and, when this
@@ -110,7 +125,7 @@ export class TokenService {
     for (let joins = 0; ; ) {
       const credentials = await readCachedCredentials(this.#deps.credentials);
       const cached = this.#l1.get(key, this.#now());
-      if (cached && isRevoked(cached, revoked)) this.#l1.delete(key);
+      if (cached && isRevoked(cached, revoked, this.#now())) this.#l1.delete(key);
       else if (cached && credentials && this.#fresh(cached, minTtl, credentials)) {
         return { token: cached, outcome: outcome('l1') };
       }
@@ -124,7 +139,10 @@ export class TokenService {
       // The caller that started the lookup waits for its own refresh; the
       // callers that joined it keep receiving the current token meanwhile.
       if (!flight.joined) return refreshing ?? result;
-      if (isServable(result.token, minTtl, this.#now()) && !isRevoked(result.token, revoked)) {
+      if (
+        isServable(result.token, minTtl, this.#now()) &&
+        !isRevoked(result.token, revoked, this.#now())
+      ) {
         return result;
       }
       joins++;
@@ -202,7 +220,8 @@ export class TokenService {
     const item = await this.#deps.store.get(key);
     const view = await this.#items.view(item, known);
     // A token the caller reports as revoked is treated as absent: replaced under the lease.
-    const token = view.token && !isRevoked(view.token, revoked) ? view.token : undefined;
+    const token =
+      view.token && !isRevoked(view.token, revoked, this.#now()) ? view.token : undefined;
     if (
       token &&
       view.canReplace &&
@@ -324,7 +343,9 @@ export class TokenService {
       const item = await this.#deps.store.get(key);
       const view = await this.#items.view(item, credentials);
       const servable =
-        view.token && isServable(view.token, minTtl, this.#now()) && !isRevoked(view.token, revoked)
+        view.token &&
+        isServable(view.token, minTtl, this.#now()) &&
+        !isRevoked(view.token, revoked, this.#now())
           ? view.token
           : undefined;
       if (servable && view.canReplace) {
@@ -389,7 +410,7 @@ export class TokenService {
     const cached = this.#l1.get(key, this.#now());
     if (
       cached &&
-      !isRevoked(cached, revoked) &&
+      !isRevoked(cached, revoked, this.#now()) &&
       (credentials === undefined || cached.credentialsVersion === credentials.version) &&
       isServable(cached, minTtl, this.#now())
     ) {

@@ -51,8 +51,10 @@ describe('the local stack with REFRESH_INTERVAL_SECONDS=3600', () => {
         PORT: '0',
         DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'),
         TABLE_NAME: `stack-refresh-${process.pid}-${Date.now()}`,
-        // Two intervals (7200 s) cover a whole token life: every token in use is due.
+        // A 3600 s refresh-ahead window (half of 7200) plus one interval and a
+        // minute cover a whole token life: every token in use is due.
         REFRESH_INTERVAL_SECONDS: '3600',
+        REFRESH_AHEAD_SECONDS: '3600',
         LOCAL_SECRETS_DIR: join(dir, 'keys'),
         KEY_ISSUE_BUSINESS_APPLICATION_IDS: 'ba_demo_1, ba_demo_2',
       },
@@ -76,7 +78,7 @@ describe('the local stack with REFRESH_INTERVAL_SECONDS=3600', () => {
       sealingKeyFile: join(dir, '.local/sealing-key'),
       localSecretsDir: join(dir, 'keys'),
       keyIssuing: { businessApplicationIds: ['ba_demo_1', 'ba_demo_2'] },
-      refreshAheadSeconds: 900,
+      refreshAheadSeconds: 3600,
       refreshIntervalSeconds: 3600,
       inUseWindowSeconds: 3600,
     });

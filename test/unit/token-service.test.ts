@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { UpstreamUnavailableError } from '../../functions/core/errors.js';
-import { TokenService } from '../../functions/core/token-service.js';
+import { REVOCATION_MIN_AGE_SECONDS, TokenService } from '../../functions/core/token-service.js';
 import { CREDS, setup } from '../support/token-service-fixture.js';
 
 describe('TokenService', () => {
@@ -313,6 +313,21 @@ describe('TokenService', () => {
       expect(fromA.outcome.tier).toBe('provider');
       expect(fromB.token.accessToken).toBe('tok-2');
       expect(plain.token.accessToken).toBe('tok-2');
+      expect(t.provider.state.mints).toBe(2);
+    });
+
+    it('is not honoured for a token younger than a minute, so a caller looping on reports makes at most one mint a minute', async () => {
+      await t.a.getToken('ba_1', 300);
+      t.clock.advance(REVOCATION_MIN_AGE_SECONDS);
+      const replaced = await t.a.getToken('ba_1', 300, fingerprintOf('tok-1'));
+
+      // the looping caller reports the new token at once, again and again
+      const loops = [];
+      for (let i = 0; i < 5; i++)
+        loops.push(await t.a.getToken('ba_1', 300, fingerprintOf('tok-2')));
+
+      expect(replaced.token.accessToken).toBe('tok-2');
+      expect(loops.map((r) => r.token.accessToken)).toEqual(Array(5).fill('tok-2'));
       expect(t.provider.state.mints).toBe(2);
     });
 
