@@ -39,21 +39,30 @@ export type {
 const MAX_FLIGHT_JOINS = 3;
 
 /**
- * A report is honoured only for a token at least this old: a caller that
- * loops (gets a token, the provider refuses it for another reason, reports
- * it, gets the new one...) then makes at most one mint a minute per scope.
+ * A caller's report that the provider refused a token (revoked early): its
+ * fingerprint, and whether it may replace a token younger than
+ * REVOCATION_MIN_AGE_SECONDS.
+ */
+interface RevocationReport {
+  readonly fingerprint: string;
+  readonly evenIfYoung: boolean;
+}
+
+/**
+ * A token older than this is always replaced when reported. A younger one
+ * (say a token minted moments ago and revoked at once) is replaced on at most
+ * one report per scope per instance in this time, so a caller that loops
+ * (token, a provider 401 for another reason, report, new token...) makes at
+ * most one mint a minute per instance, not one per loop.
  */
 export const REVOCATION_MIN_AGE_SECONDS = 60;
 
-/**
- * The token is the one a caller reported as refused by the provider (by its
- * fingerprint), and old enough for the report to count.
- */
-function isRevoked(token: Token, revoked: string | undefined, now: number): boolean {
+/** The token is the one reported as refused, and the report may replace it. */
+function isRevoked(token: Token, report: RevocationReport | undefined, now: number): boolean {
   return (
-    revoked !== undefined &&
-    now - token.issuedAt >= REVOCATION_MIN_AGE_SECONDS &&
-    fingerprint(token.accessToken) === revoked
+    report !== undefined &&
+    fingerprint(token.accessToken) === report.fingerprint &&
+    (report.evenIfYoung || now - token.issuedAt >= REVOCATION_MIN_AGE_SECONDS)
   );
 }
 
@@ -86,6 +95,8 @@ export class TokenService {
   readonly #degradedFailures = new Map<string, RefreshFailure>();
   readonly #items: ItemReader;
   readonly #useMarks: UseMarks;
+  /** Per item key: when this instance last let a report replace a young token (epoch s). */
+  readonly #youngReports = new Map<string, number>();
 
   constructor(deps: TokenServiceDeps, config: TokenServiceConfig = {}) {
     this.#deps = deps;
@@ -110,7 +121,8 @@ export class TokenService {
    */
   async getToken(scope: string | undefined, minTtl: number, revoked?: string): Promise<VendResult> {
     const key = tokenKey(scope);
-    const result = await this.#getToken(key, scope, minTtl, revoked);
+    const report = revoked === undefined ? undefined : this.#report(key, revoked);
+    const result = await this.#getToken(key, scope, minTtl, report);
     // No mark while DynamoDB fails: it would only add a timeout to the vend.
     if (!result.outcome.degraded) await this.#useMarks.note(key, this.#now());
     return result;
@@ -120,7 +132,7 @@ export class TokenService {
     key: string,
     scope: string | undefined,
     minTtl: number,
-    revoked: string | undefined,
+    revoked: RevocationReport | undefined,
   ): Promise<VendResult> {
     for (let joins = 0; ; ) {
       const credentials = await readCachedCredentials(this.#deps.credentials);
@@ -192,13 +204,22 @@ export class TokenService {
     else this.#l1.delete(tokenKey(scope));
   }
 
+  /** A report as this instance honours it (see REVOCATION_MIN_AGE_SECONDS). */
+  #report(key: string, fingerprintOfToken: string): RevocationReport {
+    const now = this.#now();
+    const last = this.#youngReports.get(key);
+    const evenIfYoung = last === undefined || now - last >= REVOCATION_MIN_AGE_SECONDS;
+    if (evenIfYoung) this.#youngReports.set(key, now);
+    return { fingerprint: fingerprintOfToken, evenIfYoung };
+  }
+
   /** Any StoreUnavailableError on the shared path turns into degraded service. */
   async #lookup(
     key: string,
     scope: string | undefined,
     minTtl: number,
     credentials: ProviderCredentials | undefined,
-    revoked: string | undefined,
+    revoked: RevocationReport | undefined,
   ): Promise<Lookup> {
     try {
       return await this.#fromShared(key, scope, minTtl, credentials, revoked);
@@ -215,7 +236,7 @@ export class TokenService {
     scope: string | undefined,
     minTtl: number,
     known: ProviderCredentials | undefined,
-    revoked: string | undefined,
+    revoked: RevocationReport | undefined,
   ): Promise<Lookup> {
     const item = await this.#deps.store.get(key);
     const view = await this.#items.view(item, known);
@@ -328,7 +349,7 @@ export class TokenService {
     scope: string | undefined,
     minTtl: number,
     credentials: ProviderCredentials,
-    revoked: string | undefined,
+    revoked: RevocationReport | undefined,
   ): Promise<VendResult> {
     const { clock } = this.#deps;
     const startedMs = clock.now();
@@ -404,7 +425,7 @@ export class TokenService {
     minTtl: number,
     credentials: ProviderCredentials | undefined,
     error: unknown,
-    revoked: string | undefined,
+    revoked: RevocationReport | undefined,
   ): Promise<VendResult> {
     this.#storeFailed('read', error);
     const cached = this.#l1.get(key, this.#now());
