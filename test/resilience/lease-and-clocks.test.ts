@@ -3,35 +3,22 @@
  * clocks skewed by up to 30 s either way (each instance its own clock), over
  * DynamoDB Local.
  */
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
+import { beforeEach, expect, it } from 'vitest';
 import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
-import { type ProviderSimulator, startProviderSimulator } from '../../local/provider-simulator.js';
 import { TestClock } from '../support/clock.js';
-import { createTestTable, dynamoClient } from '../support/dynamodb.js';
 import { ask, expectSound, fleetInstance, SkewedClock } from '../support/fleet.js';
+import { useSimulatorAndTable } from '../support/simulator-and-table.js';
 
-let sim: ProviderSimulator;
-let client: DynamoDBClient;
+const shared = useSimulatorAndTable();
 let store: DynamoDbTokenStore;
-
-beforeAll(async () => {
-  sim = await startProviderSimulator();
-  client = dynamoClient();
-});
-afterAll(async () => {
-  await sim.close();
-  client.destroy();
-});
-beforeEach(async () => {
-  sim.reset();
-  store = new DynamoDbTokenStore(client, await createTestTable(client));
+beforeEach(() => {
+  store = new DynamoDbTokenStore(shared.client, shared.table);
 });
 
 it('a lease holder that dies mid-refresh: everyone keeps the current token, a caller that needs a newer one takes over once the lease runs out', async () => {
   // Prepare: a token in its refresh-ahead window; its refresh lease taken by an instance that then died
   const clock = new TestClock({ virtualSleep: true });
-  const fleet = Array.from({ length: 3 }, () => fleetInstance({ sim, store, clock }));
+  const fleet = Array.from({ length: 3 }, () => fleetInstance({ sim: shared.sim, store, clock }));
   const current = await ask(fleet[0]!, 'ba_demo_1');
   clock.advance(7200 - 800);
   const item = await store.get('TOKEN#ba_demo_1');
@@ -64,7 +51,7 @@ it('a lease holder that dies mid-refresh: everyone keeps the current token, a ca
     expectSound(answer, { scope: 'ba_demo_1', nowMs: clock.now() });
     expect(answer.body.access_token).toBe(needsNewer.body.access_token);
   }
-  expect(sim.stats.tokenRequests).toBe(2);
+  expect(shared.sim.stats.tokenRequests).toBe(2);
   expect((await store.get('TOKEN#ba_demo_1'))?.leaseOwner).toBeUndefined();
 });
 
@@ -74,15 +61,15 @@ it('instance clocks skewed by up to 30 s either way: no expired or short token b
   const truth = new TestClock();
   const skews = [-30_000, -15_000, 0, 15_000, 30_000];
   const fleet = skews.map((skew) =>
-    fleetInstance({ sim, store, clock: new SkewedClock(truth, skew) }),
+    fleetInstance({ sim: shared.sim, store, clock: new SkewedClock(truth, skew) }),
   );
-  sim.injectTokenFault({ kind: 'latency', ms: 20 }, Number.POSITIVE_INFINITY);
+  shared.sim.injectTokenFault({ kind: 'latency', ms: 20 }, Number.POSITIVE_INFINITY);
 
   // Act: a cold stampede, then four simulated hours of traffic in 5-minute steps
   const stampede = await Promise.all(
     Array.from({ length: 50 }, (_, i) => ask(fleet[i % fleet.length]!, 'ba_demo_1')),
   );
-  const stampedeMints = sim.stats.tokenRequests;
+  const stampedeMints = shared.sim.stats.tokenRequests;
   // A token is good for min_ttl by the serving instance's clock: the slack is the skew.
   const sound = (answers: Awaited<ReturnType<typeof ask>>[]) => {
     for (const answer of answers) {
@@ -103,5 +90,5 @@ it('instance clocks skewed by up to 30 s either way: no expired or short token b
   // one mint per clock instead of one; never more, and never a bad answer.
   expect(stampedeMints).toBeLessThanOrEqual(fleet.length);
   // 4 hours of 7200 s tokens refreshed 900 s ahead: 2 refreshes, each at most one mint per clock.
-  expect(sim.stats.tokenRequests).toBeLessThanOrEqual(stampedeMints + 2 * fleet.length);
+  expect(shared.sim.stats.tokenRequests).toBeLessThanOrEqual(stampedeMints + 2 * fleet.length);
 });

@@ -5,33 +5,17 @@
  * documented problem (never a 500); nothing the provider answered wrongly is
  * cached; once the fault ends the next vend recovers by itself.
  */
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
-import {
-  type ProviderSimulator,
-  startProviderSimulator,
-  type TokenFault,
-} from '../../local/provider-simulator.js';
+import type { TokenFault } from '../../local/provider-simulator.js';
 import { TestClock } from '../support/clock.js';
-import { createTestTable, dynamoClient } from '../support/dynamodb.js';
 import { ask, expectSound, fleetInstance, PROVIDER_TIMEOUT_MS } from '../support/fleet.js';
+import { useSimulatorAndTable } from '../support/simulator-and-table.js';
 
-let sim: ProviderSimulator;
-let client: DynamoDBClient;
+const shared = useSimulatorAndTable();
 let store: DynamoDbTokenStore;
-
-beforeAll(async () => {
-  sim = await startProviderSimulator();
-  client = dynamoClient();
-});
-afterAll(async () => {
-  await sim.close();
-  client.destroy();
-});
-beforeEach(async () => {
-  sim.reset();
-  store = new DynamoDbTokenStore(client, await createTestTable(client));
+beforeEach(() => {
+  store = new DynamoDbTokenStore(shared.client, shared.table);
 });
 
 const cases: Array<{ name: string; fault: TokenFault; code: string }> = [
@@ -65,11 +49,13 @@ describe('provider faults across three instances', () => {
     async ({ fault, code }) => {
       // Prepare: ba_demo_1 cached; time moves into its refresh-ahead window (800 s left)
       const clock = new TestClock({ virtualSleep: true });
-      const fleet = Array.from({ length: 3 }, () => fleetInstance({ sim, store, clock }));
+      const fleet = Array.from({ length: 3 }, () =>
+        fleetInstance({ sim: shared.sim, store, clock }),
+      );
       const first = await ask(fleet[0]!, 'ba_demo_1');
       expect(first.status).toBe(200);
       clock.advance(7200 - 800);
-      sim.injectTokenFault(fault, Number.POSITIVE_INFINITY);
+      shared.sim.injectTokenFault(fault, Number.POSITIVE_INFINITY);
 
       // Act: every instance keeps vending while the provider fails
       const during = [];
@@ -80,7 +66,7 @@ describe('provider faults across three instances', () => {
       const cold = await ask(fleet[1]!, 'ba_demo_2');
       const coldAgain = await ask(fleet[2]!, 'ba_demo_2');
       const storedWhileFailing = await store.get('TOKEN#ba_demo_2');
-      sim.clearFaults();
+      shared.sim.clearFaults();
       clock.advance(6); // past the 5 s back-off after a failed refresh
       const after = [];
       for (const instance of fleet) after.push(await ask(instance, 'ba_demo_1'));
@@ -113,8 +99,8 @@ describe('provider faults across three instances', () => {
   it('a slow answer within the timeout is simply slower: one mint, every caller served', async () => {
     // Real sleeps: waiters poll while the mint really takes 20 ms.
     const clock = new TestClock();
-    const fleet = Array.from({ length: 3 }, () => fleetInstance({ sim, store, clock }));
-    sim.injectTokenFault(
+    const fleet = Array.from({ length: 3 }, () => fleetInstance({ sim: shared.sim, store, clock }));
+    shared.sim.injectTokenFault(
       { kind: 'latency', ms: PROVIDER_TIMEOUT_MS / 5 },
       Number.POSITIVE_INFINITY,
     );
@@ -127,6 +113,6 @@ describe('provider faults across three instances', () => {
       expectSound(answer, { scope: 'ba_demo_1', nowMs: clock.now() });
       expect(answer.status).toBe(200);
     }
-    expect(sim.stats.tokenRequests).toBe(1);
+    expect(shared.sim.stats.tokenRequests).toBe(1);
   });
 });
