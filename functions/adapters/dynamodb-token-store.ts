@@ -42,6 +42,7 @@ export function fromItem(item: Item): StoredItem {
   const credentialsVersion = item.credentials_version?.S;
   const scope = item.scope?.S;
   const providerCreatedAt = readNum(item.provider_created_at);
+  const replacesRevoked = item.replaces_revoked?.BOOL === true;
   const leaseOwner = item.lease_owner?.S;
   const leaseUntil = readNum(item.lease_until);
   const failedAt = readNum(item.failed_at);
@@ -66,6 +67,7 @@ export function fromItem(item: Item): StoredItem {
             credentialsVersion,
             ...(scope === undefined ? {} : { scope }),
             ...(providerCreatedAt === undefined ? {} : { providerCreatedAt }),
+            ...(replacesRevoked ? { replacesRevoked } : {}),
           },
         }
       : {}),
@@ -171,6 +173,9 @@ export class DynamoDbTokenStore implements TokenStore {
       set.push('#scope = :scope');
       values[':scope'] = { S: token.scope };
     }
+    if (token.replacesRevoked) set.push('replaces_revoked = :rr');
+    else remove.push('replaces_revoked');
+    if (token.replacesRevoked) values[':rr'] = { BOOL: true };
     if (token.providerCreatedAt === undefined) remove.push('provider_created_at');
     else {
       set.push('provider_created_at = :created');

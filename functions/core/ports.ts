@@ -39,6 +39,12 @@ export interface Token {
   /** The provider's created_at, normalised to epoch seconds, when it sent one. */
   readonly providerCreatedAt?: number;
   readonly credentialsVersion: string;
+  /**
+   * Minted because a caller reported the token before it as revoked: such a
+   * token is not replaced again on a report until it is a minute old, so
+   * reports cause at most one mint a minute per scope across all instances.
+   */
+  readonly replacesRevoked?: boolean;
 }
 
 /** A cache item as stored: the token sealed, the lease beside it. */

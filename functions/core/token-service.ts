@@ -39,30 +39,19 @@ export type {
 const MAX_FLIGHT_JOINS = 3;
 
 /**
- * A caller's report that the provider refused a token (revoked early): its
- * fingerprint, and whether it may replace a token younger than
- * REVOCATION_MIN_AGE_SECONDS.
- */
-interface RevocationReport {
-  readonly fingerprint: string;
-  readonly evenIfYoung: boolean;
-}
-
-/**
- * A token older than this is always replaced when reported. A younger one
- * (say a token minted moments ago and revoked at once) is replaced on at most
- * one report per scope per instance in this time, so a caller that loops
- * (token, a provider 401 for another reason, report, new token...) makes at
- * most one mint a minute per instance, not one per loop.
+ * A token that was itself minted to replace a reported one is replaced again
+ * on a report only once it is this old, so a caller that loops (token, a
+ * provider 401 for another reason, report, new token...) makes at most one
+ * mint a minute per scope, however many instances it reaches.
  */
 export const REVOCATION_MIN_AGE_SECONDS = 60;
 
-/** The token is the one reported as refused, and the report may replace it. */
-function isRevoked(token: Token, report: RevocationReport | undefined, now: number): boolean {
+/** The token is the one a caller reported as refused, and the report may replace it. */
+function isRevoked(token: Token, revoked: string | undefined, now: number): boolean {
   return (
-    report !== undefined &&
-    fingerprint(token.accessToken) === report.fingerprint &&
-    (report.evenIfYoung || now - token.issuedAt >= REVOCATION_MIN_AGE_SECONDS)
+    revoked !== undefined &&
+    fingerprint(token.accessToken) === revoked &&
+    (token.replacesRevoked !== true || now - token.issuedAt >= REVOCATION_MIN_AGE_SECONDS)
   );
 }
 
@@ -95,8 +84,6 @@ export class TokenService {
   readonly #degradedFailures = new Map<string, RefreshFailure>();
   readonly #items: ItemReader;
   readonly #useMarks: UseMarks;
-  /** Per item key: when this instance last let a report replace a young token (epoch s). */
-  readonly #youngReports = new Map<string, number>();
 
   constructor(deps: TokenServiceDeps, config: TokenServiceConfig = {}) {
     this.#deps = deps;
@@ -121,8 +108,7 @@ export class TokenService {
    */
   async getToken(scope: string | undefined, minTtl: number, revoked?: string): Promise<VendResult> {
     const key = tokenKey(scope);
-    const report = revoked === undefined ? undefined : this.#report(key, revoked);
-    const result = await this.#getToken(key, scope, minTtl, report);
+    const result = await this.#getToken(key, scope, minTtl, revoked);
     // No mark while DynamoDB fails: it would only add a timeout to the vend.
     if (!result.outcome.degraded) await this.#useMarks.note(key, this.#now());
     return result;
@@ -132,7 +118,7 @@ export class TokenService {
     key: string,
     scope: string | undefined,
     minTtl: number,
-    revoked: RevocationReport | undefined,
+    revoked: string | undefined,
   ): Promise<VendResult> {
     for (let joins = 0; ; ) {
       const credentials = await readCachedCredentials(this.#deps.credentials);
@@ -204,22 +190,13 @@ export class TokenService {
     else this.#l1.delete(tokenKey(scope));
   }
 
-  /** A report as this instance honours it (see REVOCATION_MIN_AGE_SECONDS). */
-  #report(key: string, fingerprintOfToken: string): RevocationReport {
-    const now = this.#now();
-    const last = this.#youngReports.get(key);
-    const evenIfYoung = last === undefined || now - last >= REVOCATION_MIN_AGE_SECONDS;
-    if (evenIfYoung) this.#youngReports.set(key, now);
-    return { fingerprint: fingerprintOfToken, evenIfYoung };
-  }
-
   /** Any StoreUnavailableError on the shared path turns into degraded service. */
   async #lookup(
     key: string,
     scope: string | undefined,
     minTtl: number,
     credentials: ProviderCredentials | undefined,
-    revoked: RevocationReport | undefined,
+    revoked: string | undefined,
   ): Promise<Lookup> {
     try {
       return await this.#fromShared(key, scope, minTtl, credentials, revoked);
@@ -236,13 +213,13 @@ export class TokenService {
     scope: string | undefined,
     minTtl: number,
     known: ProviderCredentials | undefined,
-    revoked: RevocationReport | undefined,
+    revoked: string | undefined,
   ): Promise<Lookup> {
     const item = await this.#deps.store.get(key);
     const view = await this.#items.view(item, known);
     // A token the caller reports as revoked is treated as absent: replaced under the lease.
-    const token =
-      view.token && !isRevoked(view.token, revoked, this.#now()) ? view.token : undefined;
+    const reported = view.token !== undefined && isRevoked(view.token, revoked, this.#now());
+    const token = reported ? undefined : view.token;
     if (
       token &&
       view.canReplace &&
@@ -265,7 +242,9 @@ export class TokenService {
       throw backOff;
     }
     if (await this.#tryLease(key, nowMs, view.revision)) {
-      const refreshing = this.#mintUnderLease(key, scope, view.credentials, servable, minTtl);
+      const refreshing = this.#mintUnderLease(key, scope, view.credentials, servable, minTtl, {
+        replacesRevoked: reported,
+      });
       // With a servable token, only this caller waits for the new one (it
       // never rejects then: a failed refresh falls back to the current token).
       return current ? { ...current, refreshing } : { result: await refreshing };
@@ -294,12 +273,18 @@ export class TokenService {
     credentials: ProviderCredentials,
     servable: Token | undefined,
     minTtl: number,
-    flags: Partial<VendOutcome> = {},
+    options: { flags?: Partial<VendOutcome>; replacesRevoked?: boolean } = {},
   ): Promise<VendResult> {
     const owner = this.#deps.instanceId;
+    const flags = options.flags ?? {};
     let token: Token;
     try {
-      token = await this.#mint(scope, credentials, this.#deps.clock.now() + this.#leaseMs - 500);
+      const minted = await this.#mint(
+        scope,
+        credentials,
+        this.#deps.clock.now() + this.#leaseMs - 500,
+      );
+      token = options.replacesRevoked ? { ...minted, replacesRevoked: true } : minted;
     } catch (error) {
       await this.#release(key, failureOf(error, this.#deps.clock.now()));
       if (servable && isServable(servable, minTtl, this.#now())) {
@@ -349,7 +334,7 @@ export class TokenService {
     scope: string | undefined,
     minTtl: number,
     credentials: ProviderCredentials,
-    revoked: RevocationReport | undefined,
+    revoked: string | undefined,
   ): Promise<VendResult> {
     const { clock } = this.#deps;
     const startedMs = clock.now();
@@ -384,7 +369,9 @@ export class TokenService {
           this.#deps.count?.('LeaseTakeovers');
           this.#deps.logger.warn('took over an expired lease', { scope: scope ?? 'unscoped' });
           return this.#mintUnderLease(key, scope, view.credentials, undefined, minTtl, {
-            waited: true,
+            flags: { waited: true },
+            replacesRevoked:
+              view.token !== undefined && isRevoked(view.token, revoked, this.#now()),
           });
         }
       }
@@ -425,7 +412,7 @@ export class TokenService {
     minTtl: number,
     credentials: ProviderCredentials | undefined,
     error: unknown,
-    revoked: RevocationReport | undefined,
+    revoked: string | undefined,
   ): Promise<VendResult> {
     this.#storeFailed('read', error);
     const cached = this.#l1.get(key, this.#now());

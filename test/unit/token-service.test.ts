@@ -333,6 +333,31 @@ describe('TokenService', () => {
       expect(t.provider.state.mints).toBe(3);
     });
 
+    it('regression: a caller reporting each new token to another of 50 instances makes at most one mint a minute, not one per instance', async () => {
+      await t.a.getToken('ba_1', 300);
+      let current = 'tok-1';
+
+      for (let i = 0; i < 50; i++) {
+        const result = await t.instance(`i${i}`).getToken('ba_1', 300, fingerprintOf(current));
+        current = result.token.accessToken;
+      }
+      t.clock.advance(REVOCATION_MIN_AGE_SECONDS);
+      const aMinuteLater = await t.instance('late').getToken('ba_1', 300, fingerprintOf(current));
+
+      expect(current).toBe('tok-2');
+      expect(aMinuteLater.token.accessToken).toBe('tok-3');
+      expect(t.provider.state.mints).toBe(3);
+    });
+
+    it('a report naming another token uses up nothing: the real report that follows is honoured', async () => {
+      await t.a.getToken('ba_1', 300);
+      await t.a.getToken('ba_1', 300, fingerprintOf('tok-0'));
+
+      const result = await t.b.getToken('ba_1', 300, fingerprintOf('tok-1'));
+
+      expect(result.token.accessToken).toBe('tok-2');
+    });
+
     it('causes no mint when the fingerprint is not the current token', async () => {
       await t.a.getToken('ba_1', 300);
 

@@ -1,0 +1,32 @@
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { TestClock } from '../support/clock.js';
+import { useSimulatorAndTable } from '../support/simulator-and-table.js';
+import { makeInstance, urlEvent, vend } from '../support/vend-harness.js';
+
+const shared = useSimulatorAndTable();
+const fingerprintOf = (token: unknown) =>
+  createHash('sha256').update(String(token)).digest('hex').slice(0, 16);
+
+describe('revocation reports across instances (DynamoDB Local)', () => {
+  it('a token minted to replace a reported one is not replaced again by reports through other instances for a minute', async () => {
+    // Prepare
+    const clock = new TestClock({ virtualSleep: true, frozenAt: 1_800_000_000_500 });
+    const instance = () => makeInstance({ ...shared, clock });
+    const first = await vend(instance(), urlEvent({ query: 'scope=ba_demo_1' }));
+    const report = (token: unknown) =>
+      vend(instance(), urlEvent({ query: `revoked=${fingerprintOf(token)}&scope=ba_demo_1` }));
+
+    // Act
+    const replaced = await report(first.body.access_token);
+    const again = await report(replaced.body.access_token);
+    clock.advance(60);
+    const later = await report(replaced.body.access_token);
+
+    // Assess
+    expect(replaced.body.access_token).not.toBe(first.body.access_token);
+    expect(again.body.access_token).toBe(replaced.body.access_token);
+    expect(later.body.access_token).not.toBe(replaced.body.access_token);
+    expect(shared.sim.stats.tokenRequests).toBe(3);
+  });
+});
