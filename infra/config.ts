@@ -220,6 +220,17 @@ export function validateStage(input: unknown, source = '(stage)'): StageConfig {
   const secretsPrefix = required('secretsPrefix');
   const prefixProblem = secretsPrefix === '' ? undefined : secretsPrefixProblem(secretsPrefix);
   if (prefixProblem) problems.push(`secretsPrefix: ${prefixProblem}`);
+  // The issue-keys role may write every secret under <prefix>/basic-auth/: a
+  // credentials secret there could be overwritten by a run for a matching id.
+  const secretName =
+    credentialsSecret.kind === 'name'
+      ? secret
+      : (/:secret:(.+)-[A-Za-z0-9]{6}$/.exec(secret)?.[1] ?? '');
+  if (secretsPrefix !== '' && secretName.startsWith(`${secretsPrefix}/basic-auth/`)) {
+    problems.push(
+      `credentialsSecret must not be under ${secretsPrefix}/basic-auth/, where the key-issuing job writes (and may overwrite) secrets`,
+    );
+  }
 
   const reserved = input.vendReservedConcurrency;
   if (

@@ -52,6 +52,21 @@ describe('validateStage', () => {
     ).toEqual({ kind: 'name', name: 'token-vending/prod/provider' });
   });
 
+  it.each([
+    ['a name', 'token-vending/example/basic-auth/provider'],
+    [
+      'an ARN',
+      'arn:aws:secretsmanager:eu-west-1:111122223333:secret:token-vending/example/basic-auth/provider-AbC123',
+    ],
+  ])(
+    'regression: refuses a credentials secret (%s) under the key-issuing prefix, which the job may overwrite',
+    (_label, credentialsSecret) => {
+      expect(problemsOf(withChanges({ credentialsSecret }))).toEqual([
+        'credentialsSecret must not be under token-vending/example/basic-auth/, where the key-issuing job writes (and may overwrite) secrets',
+      ]);
+    },
+  );
+
   it('keeps a key-issuing request body as JSON text', () => {
     const config = validateStage(
       withChanges({
