@@ -1,7 +1,9 @@
 /**
  * Fuzzing the access policy: AccessPolicy.parse never throws anything but a
  * ConfigError, whatever the text; a parsed policy's allows() never throws,
- * answers a boolean, and denies every scope outside the policy's `scopes`.
+ * answers a boolean, and denies every scope outside the policy's `scopes`;
+ * and on policies and callers drawn from small shared pools, allows() answers
+ * exactly what a reference model of SPEC section 4 answers.
  */
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
@@ -109,4 +111,205 @@ it(`parses ${RUNS} arbitrary policies into a policy or a ConfigError, and allows
   // The generators reach valid policies too, not only rejections.
   expect(parsed).toBeGreaterThan(RUNS / 50);
   expect(granted).toBeGreaterThan(0);
+});
+
+/*
+ * A reference model of SPEC section 4, written apart from access-policy.ts.
+ * Callers and grants are built from small shared pools of partitions, accounts
+ * and names, so that grants match callers often, and misses are near misses.
+ */
+const PARTITIONS = ['aws', 'aws-cn'];
+const ACCOUNTS = ['111122223333', '444455556666'];
+const NAMES = ['checkout', 'billing', 'ops'];
+const PATHS = ['', 'team/', 'a/b/'];
+const SCOPES = ['ba_1', 'ba_2', 'ba_3'];
+
+interface Caller {
+  readonly arn: string;
+  /** Undefined: not a caller ARN the policy can recognise, so never allowed. */
+  readonly who?: { partition: string; account: string; kind: string; name: string };
+}
+
+/** Mostly the first of the pool, so that partitions, accounts and names coincide often. */
+const mostlyFirst = (pool: string[]) =>
+  fc.oneof({ arbitrary: fc.constant(pool[0] as string), weight: 3 }, fc.constantFrom(...pool));
+const site = fc.record({
+  partition: mostlyFirst(PARTITIONS),
+  account: mostlyFirst(ACCOUNTS),
+  name: mostlyFirst(NAMES),
+  path: mostlyFirst(PATHS),
+});
+const modelCaller: fc.Arbitrary<Caller> = fc.oneof(
+  {
+    arbitrary: site.chain(({ partition: p, account: a, name: n, path }) =>
+      fc.constantFrom<Caller>(
+        {
+          arn: `arn:${p}:iam::${a}:root`,
+          who: { partition: p, account: a, kind: 'root', name: '' },
+        },
+        {
+          arn: `arn:${p}:iam::${a}:role/${path}${n}`,
+          who: { partition: p, account: a, kind: 'role', name: n },
+        },
+        {
+          arn: `arn:${p}:iam::${a}:user/${path}${n}`,
+          who: { partition: p, account: a, kind: 'user', name: n },
+        },
+        {
+          arn: `arn:${p}:sts::${a}:assumed-role/${n}/s-1`,
+          who: { partition: p, account: a, kind: 'assumed-role', name: n },
+        },
+        {
+          arn: `arn:${p}:sts::${a}:federated-user/${n}`,
+          who: { partition: p, account: a, kind: 'federated-user', name: n },
+        },
+      ),
+    ),
+    weight: 6,
+  },
+  // Near misses: the right words in the wrong service, shape or case.
+  {
+    arbitrary: site.chain(({ partition: p, account: a, name: n }) =>
+      fc.constantFrom<Caller>(
+        { arn: `arn:${p}:sts::${a}:root` },
+        { arn: `arn:${p}:iam::${a}:root/${n}` },
+        { arn: `arn:${p}:sts::${a}:role/${n}` },
+        { arn: `arn:${p}:sts::${a}:user/${n}` },
+        { arn: `arn:${p}:iam::${a}:assumed-role/${n}/s-1` },
+        { arn: `arn:${p}:sts::${a}:assumed-role/${n}` },
+        { arn: `arn:${p}:sts::${a}:assumed-role/${n}/` },
+        { arn: `arn:${p}:iam::${a}:federated-user/${n}` },
+        { arn: `arn:${p}:sts::${a}:federated-user/team/${n}` },
+        { arn: `arn:${p}:iam::${a}:role/` },
+        { arn: `arn:${p}:iam::${a.slice(1)}:role/${n}` },
+        { arn: `arn:aws-xx:iam::${a}:role/${n}` },
+        { arn: `ARN:${p}:iam::${a}:role/${n}` },
+        { arn: '' },
+      ),
+    ),
+    weight: 1,
+  },
+);
+
+interface ModelGrant {
+  readonly principal: string;
+  readonly partition: string;
+  readonly account: string;
+  readonly kind: 'root' | 'role' | 'user';
+  readonly name: string;
+  readonly scopes?: readonly string[];
+  readonly unscoped?: boolean;
+}
+
+const modelPolicy = fc.subarray(SCOPES).chain((scopes) =>
+  fc.record({
+    scopes: fc.constant(scopes),
+    grants: fc.array(
+      fc
+        .record(
+          {
+            site,
+            kind: fc.constantFrom('root' as const, 'role' as const, 'user' as const),
+            scopes: fc.oneof(
+              fc.subarray(scopes),
+              fc.constant(['*']),
+              fc.constant([...scopes, '*']),
+            ),
+            unscoped: fc.boolean(),
+          },
+          { requiredKeys: ['site', 'kind'] },
+        )
+        .map(
+          ({ site: { partition, account, name, path }, kind, ...rest }): ModelGrant => ({
+            principal:
+              kind === 'root'
+                ? `arn:${partition}:iam::${account}:root`
+                : `arn:${partition}:iam::${account}:${kind}/${path}${name}`,
+            partition,
+            account,
+            kind,
+            name: kind === 'root' ? '' : name,
+            ...rest,
+          }),
+        ),
+      { minLength: 1, maxLength: 4 },
+    ),
+  }),
+);
+
+function grantMatchesModel(grant: ModelGrant, caller: Caller): boolean {
+  const who = caller.who;
+  if (!who || who.partition !== grant.partition || who.account !== grant.account) return false;
+  if (grant.kind === 'root') return true;
+  if (grant.kind === 'role') {
+    return (who.kind === 'role' || who.kind === 'assumed-role') && who.name === grant.name;
+  }
+  return caller.arn === grant.principal;
+}
+
+function modelAllows(
+  policy: { scopes: string[]; grants: ModelGrant[] },
+  caller: Caller,
+  asked: string | undefined,
+): boolean {
+  if (asked !== undefined && !policy.scopes.includes(asked)) return false;
+  return policy.grants.some(
+    (g) =>
+      grantMatchesModel(g, caller) &&
+      (asked === undefined
+        ? g.unscoped === true
+        : (g.scopes ?? []).includes('*') || (g.scopes ?? []).includes(asked)),
+  );
+}
+
+it(`allows() agrees with a reference model on ${RUNS} policies, callers and scopes`, () => {
+  let allowed = 0;
+  let denied = 0;
+  let deniedMatching = 0;
+  /** Allowed answers by the kinds of grant that allow them. */
+  const byKind = { root: 0, role: 0, user: 0 };
+  fc.assert(
+    fc.property(
+      modelPolicy,
+      modelCaller,
+      fc.option(fc.constantFrom(...SCOPES, 'ba_9'), { nil: undefined, freq: 3 }),
+      (doc, caller, asked) => {
+        const policy = AccessPolicy.parse(
+          JSON.stringify({
+            scopes: doc.scopes,
+            grants: doc.grants.map(({ principal, scopes, unscoped }) => ({
+              principal,
+              ...(scopes === undefined ? {} : { scopes }),
+              ...(unscoped === undefined ? {} : { unscoped }),
+            })),
+          }),
+        );
+        const expected = modelAllows(doc, caller, asked);
+        expect(policy.allows(caller.arn, asked)).toBe(expected);
+        if (expected) {
+          allowed++;
+          for (const kind of ['root', 'role', 'user'] as const) {
+            if (doc.grants.some((g) => g.kind === kind && grantMatchesModel(g, caller)))
+              byKind[kind]++;
+          }
+        } else {
+          denied++;
+          // Denied although some grant names this caller: the scope is what decides.
+          if (doc.grants.some((g) => grantMatchesModel(g, caller))) deniedMatching++;
+        }
+      },
+    ),
+    { numRuns: RUNS },
+  );
+  console.info(
+    `access-policy: ${allowed} allowed, ${denied} denied (${deniedMatching} by scope alone); allowed via root/role/user grants: ${byKind.root}/${byKind.role}/${byKind.user}`,
+  );
+  // Coverage: both answers plentiful, every kind of grant allowing, and denials
+  // of callers a grant does name (the scope decides).
+  expect(allowed).toBeGreaterThan(RUNS / 20);
+  expect(denied).toBeGreaterThan(RUNS / 10);
+  expect(deniedMatching).toBeGreaterThan(RUNS / 20);
+  expect(byKind.root).toBeGreaterThan(400);
+  expect(byKind.role).toBeGreaterThan(150);
+  expect(byKind.user).toBeGreaterThan(50);
 });
