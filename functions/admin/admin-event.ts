@@ -1,4 +1,5 @@
 import { SCOPE_PATTERN } from '../core/access-policy.js';
+import { VendError } from '../core/errors.js';
 import { UNSCOPED_LABEL } from '../core/item-keys.js';
 
 /** In admin events, this scope name stands for the unscoped (partner) token. */
@@ -30,6 +31,30 @@ export class AdminError extends Error {
     this.code = code;
     // Operators see the message, never a stack trace.
     this.stack = `${this.name}: ${this.message}`;
+  }
+}
+
+/** A vend-path error (SPEC section 3 code) as an admin error with the same code; others unchanged. */
+export function asAdminError(error: unknown): unknown {
+  return error instanceof VendError
+    ? new AdminError(error.code, error.message, { cause: error })
+    : error;
+}
+
+/**
+ * Refuses a scope outside the access policy: such a scope is never sent
+ * upstream. Checked by every entry point that can refresh (admin, and the
+ * refresh function, which may be invoked directly).
+ */
+export function assertConfiguredScope(
+  scopes: ReadonlySet<string>,
+  scope: string | undefined,
+): void {
+  if (scope !== undefined && !scopes.has(scope)) {
+    throw new AdminError(
+      'invalid_request',
+      'that scope is not in the access policy, so it is never sent upstream',
+    );
   }
 }
 

@@ -1,11 +1,10 @@
 import type { Clock } from '../core/clock.js';
-import { VendError } from '../core/errors.js';
 import { scopeLabel, tokenKey } from '../core/item-keys.js';
 import type { TokenStore } from '../core/ports.js';
 import type { CoreLogger } from '../core/token-service-types.js';
 import type { KeyIssuingResult } from '../issue-keys/errors.js';
 import type { KeyJobStore } from '../issue-keys/ports.js';
-import { AdminError, parseAdminEvent } from './admin-event.js';
+import { asAdminError, assertConfiguredScope, parseAdminEvent } from './admin-event.js';
 import { keyJobStatus, type StatusReport, tokenStatus } from './status.js';
 
 /** What a forced refresh of one scope answers. */
@@ -74,21 +73,13 @@ export function createAdmin(deps: AdminDeps): (event: unknown) => Promise<AdminR
           };
         }
         case 'refresh':
-          if (event.scope !== undefined && !deps.scopes.has(event.scope)) {
-            throw new AdminError(
-              'invalid_request',
-              'that scope is not in the access policy, so it is never sent upstream',
-            );
-          }
+          assertConfiguredScope(deps.scopes, event.scope);
           return await deps.refresh(event.scope);
         case 'issue-keys':
           return await deps.issueKeys(event.event);
       }
     } catch (error) {
-      if (error instanceof VendError) {
-        throw new AdminError(error.code, error.message, { cause: error });
-      }
-      throw error;
+      throw asAdminError(error);
     }
   };
 }

@@ -1,7 +1,11 @@
 import type { Context } from 'aws-lambda';
-import { AdminError, parseAdminEvent } from '../admin/admin-event.js';
+import {
+  AdminError,
+  asAdminError,
+  assertConfiguredScope,
+  parseAdminEvent,
+} from '../admin/admin-event.js';
 import { systemClock } from '../core/clock.js';
-import { VendError } from '../core/errors.js';
 import { createAwsRuntime } from '../vend-token/aws-runtime.js';
 import { forceRefresh } from './force-refresh.js';
 import {
@@ -37,11 +41,9 @@ export const handler = async (event: unknown, context: Context) => {
     if (isRefreshEvent(event)) {
       const parsed = parseAdminEvent(event);
       if (parsed.action !== 'refresh') throw new AdminError('invalid_request', 'not a refresh');
-      if (parsed.scope !== undefined && !settings.policy.scopes.has(parsed.scope)) {
-        throw new AdminError('invalid_request', 'that scope is not in the access policy');
-      }
+      assertConfiguredScope(settings.policy.scopes, parsed.scope);
       return await forceRefresh(runtime.tokens, parsed.scope).catch((error: unknown) => {
-        throw error instanceof VendError ? new AdminError(error.code, error.message) : error;
+        throw asAdminError(error);
       });
     }
     const report = await runScheduledRefresh(
