@@ -22,7 +22,7 @@ import {
 const shared = useSimulatorAndTable();
 
 function world(overrides: Partial<AdminDeps> = {}) {
-  const clock = new TestClock({ virtualSleep: true });
+  const clock = new TestClock({ virtualSleep: true, frozenAt: 1_800_000_000_500 });
   const store = new DynamoDbTokenStore(shared.client, shared.table);
   const jobs = new DynamoDbKeyJobStore(shared.client, shared.table);
   const vendInstance = makeInstance({
