@@ -7,7 +7,7 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { StoreUnavailableError } from '../core/errors.js';
-import type { RefreshFailure, StoredItem, TokenStore } from '../core/ports.js';
+import type { LeaseTakeover, RefreshFailure, StoredItem, TokenStore } from '../core/ports.js';
 import { scanByPrefix } from './dynamodb-scan.js';
 
 type Item = Record<string, AttributeValue>;
@@ -113,18 +113,34 @@ export class DynamoDbTokenStore implements TokenStore {
     nowMs: number,
     untilMs: number,
     seenRevision?: number | null,
+    takeover: LeaseTakeover = { ranOutBeforeMs: nowMs },
   ): Promise<boolean> {
     const values: Item = {
       ':owner': { S: owner },
       ':until': num(untilMs),
-      ':now': num(nowMs),
+      ':ranOut': num(takeover.ranOutBeforeMs),
       ':ttl': num(leaseTtl(nowMs, seenRevision)),
       ':n': { S: 'N' },
     };
     // Whatever the core read as "no lease" or "no token" (absent, or not a
     // number) must satisfy the condition too, or such an item wedges its scope.
-    let condition =
-      '(attribute_not_exists(lease_until) OR NOT attribute_type(lease_until, :n) OR lease_until < :now)';
+    const free = [
+      'attribute_not_exists(lease_until)',
+      'NOT attribute_type(lease_until, :n)',
+      'lease_until < :ranOut',
+    ];
+    const { holder } = takeover;
+    if (holder) {
+      // Exactly the lease the caller watched, so a lease renewed meanwhile stays.
+      values[':seenUntil'] = num(holder.untilMs);
+      if (holder.owner === undefined) {
+        free.push('(lease_until = :seenUntil AND attribute_not_exists(lease_owner))');
+      } else {
+        values[':seenOwner'] = { S: holder.owner };
+        free.push('(lease_until = :seenUntil AND lease_owner = :seenOwner)');
+      }
+    }
+    let condition = `(${free.join(' OR ')})`;
     if (seenRevision === null) {
       condition += ' AND (attribute_not_exists(expires_at) OR NOT attribute_type(expires_at, :n))';
     } else if (seenRevision !== undefined) {

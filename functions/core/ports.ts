@@ -79,13 +79,29 @@ export interface RefreshFailure {
   readonly code: string;
 }
 
+/** A lease as read: its owner and its end, on the owner's clock (epoch ms). */
+export interface LeaseHolder {
+  readonly owner?: string;
+  readonly untilMs: number;
+}
+
+/**
+ * Which held lease an acquirer may take: one that ran out before
+ * `ranOutBeforeMs`, or exactly `holder` (seen unchanged for a whole lease
+ * period by the acquirer's own clock), whatever its `lease_until` says.
+ */
+export interface LeaseTakeover {
+  readonly ranOutBeforeMs: number;
+  readonly holder?: LeaseHolder;
+}
+
 /** The shared (L2) token cache and its leases. Any method may throw a StoreUnavailableError. */
 export interface TokenStore {
   /** Strongly consistent read of one item. */
   get(pk: string): Promise<StoredItem | undefined>;
   /**
-   * Takes the lease when it is absent, unreadable or ran out before `nowMs`,
-   * and, when `seenRevision` is given, only while the item's `revision` is
+   * Takes the lease when it is absent or unreadable, or one `takeover` allows
+   * (default: ran out before `nowMs`), and, when `seenRevision` is given, only while the item's `revision` is
    * still the one the caller read, so nobody re-mints (or overwrites) a token
    * another caller just stored. False when the lease is held or the token changed.
    */
@@ -95,6 +111,7 @@ export interface TokenStore {
     nowMs: number,
     untilMs: number,
     seenRevision?: number | null,
+    takeover?: LeaseTakeover,
   ): Promise<boolean>;
   /**
    * Stores a freshly minted token and clears the lease if `owner` still holds it.

@@ -43,3 +43,44 @@ export function backingOff(
   if (!failure || nowMs - failure.atMs >= backoffMs) return undefined;
   return recentFailure(failure.code, Math.ceil((backoffMs - (nowMs - failure.atMs)) / 1000));
 }
+
+/** The same failure record: a waiter or back-off keyed on it notices a new one. */
+export function sameFailure(a: RefreshFailure | undefined, b: RefreshFailure | undefined): boolean {
+  return a !== undefined && b !== undefined && a.atMs === b.atMs && a.code === b.code;
+}
+
+/**
+ * The back-off after a failed refresh recorded in the shared item, judged by
+ * this instance's clock. `failed_at` is a time on the failing instance's
+ * clock, so this instance believes it only up to its own first sight of the
+ * record: a failure happened no later than when it was first seen here, and a
+ * writer whose clock runs ahead cannot stretch the back-off past `backoffMs`
+ * from then. (One whose clock lags shortens it; that cannot be told apart
+ * from an old failure, and the lease still lets one caller at a time retry.)
+ */
+export class FailureBackoff {
+  readonly #backoffMs: number;
+  readonly #firstSeen = new Map<
+    string,
+    { readonly failure: RefreshFailure; readonly atMs: number }
+  >();
+
+  constructor(backoffMs: number) {
+    this.#backoffMs = backoffMs;
+  }
+
+  /** The error to answer `key`'s callers with while `failure` backs off, else undefined. */
+  check(key: string, failure: RefreshFailure | undefined, nowMs: number): VendError | undefined {
+    if (!failure) {
+      this.#firstSeen.delete(key);
+      return undefined;
+    }
+    let seen = this.#firstSeen.get(key);
+    if (!seen || !sameFailure(seen.failure, failure)) {
+      seen = { failure, atMs: nowMs };
+      this.#firstSeen.set(key, seen);
+    }
+    const happenedMs = Math.min(failure.atMs, seen.atMs);
+    return backingOff({ ...failure, atMs: happenedMs }, nowMs, this.#backoffMs);
+  }
+}

@@ -5,10 +5,11 @@ import { fingerprint } from './fingerprint.js';
 import { isFresh, isServable } from './freshness.js';
 import { tokenKey } from './item-keys.js';
 import { ItemReader } from './item-reader.js';
+import { DEFAULT_MAX_CLOCK_SKEW_MS, LeaseWatch } from './lease-watch.js';
 import { MemoryTokenCache, SingleFlight } from './memory-cache.js';
 import { mintToken } from './mint-token.js';
-import type { ProviderCredentials, RefreshFailure, Token } from './ports.js';
-import { backingOff, failureOf, recentFailure } from './refresh-failure.js';
+import type { LeaseHolder, ProviderCredentials, RefreshFailure, Token } from './ports.js';
+import { backingOff, FailureBackoff, failureOf, recentFailure } from './refresh-failure.js';
 import {
   outcome,
   type RefreshResult,
@@ -77,10 +78,12 @@ export class TokenService {
   readonly #flights = new SingleFlight<Lookup>();
   readonly #refreshAhead: number;
   readonly #leaseMs: number;
+  readonly #maxClockSkewMs: number;
   readonly #maxWaitMs: number;
   readonly #pollInitialMs: number;
   readonly #pollMaxMs: number;
   readonly #failureBackoffMs: number;
+  readonly #backoff: FailureBackoff;
   readonly #degradedFailures = new Map<string, RefreshFailure>();
   readonly #items: ItemReader;
   readonly #useMarks: UseMarks;
@@ -90,10 +93,12 @@ export class TokenService {
     this.#l1 = new MemoryTokenCache(config.l1MaxAgeSeconds);
     this.#refreshAhead = config.refreshAheadSeconds ?? 900;
     this.#leaseMs = config.leaseMs ?? 10_000;
+    this.#maxClockSkewMs = config.maxClockSkewMs ?? DEFAULT_MAX_CLOCK_SKEW_MS;
     this.#maxWaitMs = config.maxWaitMs ?? this.#leaseMs + 3000;
     this.#pollInitialMs = config.pollInitialMs ?? 50;
     this.#pollMaxMs = config.pollMaxMs ?? 800;
     this.#failureBackoffMs = config.failureBackoffMs ?? 5000;
+    this.#backoff = new FailureBackoff(this.#failureBackoffMs);
     this.#items = new ItemReader(deps, new VersionCheck(deps.credentials, deps.clock));
     this.#useMarks = new UseMarks(deps.store, deps.logger, config.useMarkIntervalSeconds);
   }
@@ -173,10 +178,7 @@ export class TokenService {
       return { status: 'fresh', expiresAt: view.token.expiresAt };
     }
     const nowMs = this.#deps.clock.now();
-    if (
-      dueWithinSeconds !== undefined &&
-      backingOff(item?.failure, nowMs, this.#failureBackoffMs)
-    ) {
+    if (dueWithinSeconds !== undefined && this.#backoff.check(key, item?.failure, nowMs)) {
       return { status: 'busy' };
     }
     if (!(await this.#tryLease(key, nowMs, view.revision))) return { status: 'busy' };
@@ -216,6 +218,7 @@ export class TokenService {
     revoked: string | undefined,
   ): Promise<Lookup> {
     const item = await this.#deps.store.get(key);
+    const readAtMs = this.#deps.clock.now();
     const view = await this.#items.view(item, known);
     // A token the caller reports as revoked is treated as absent: replaced under the lease.
     const reported = view.token !== undefined && isRevoked(view.token, revoked, this.#now());
@@ -235,7 +238,7 @@ export class TokenService {
       return { result: this.#serveUnverified(scope, servable) };
     }
     const nowMs = this.#deps.clock.now();
-    const backOff = backingOff(item?.failure, nowMs, this.#failureBackoffMs);
+    const backOff = this.#backoff.check(key, item?.failure, nowMs);
     if (backOff) {
       // A refresh failed moments ago: keep serving what we have, or fail fast alike.
       if (current) return current;
@@ -251,7 +254,10 @@ export class TokenService {
     }
     // Another caller refreshes: everyone else keeps receiving the current token.
     if (current) return current;
-    return { result: await this.#waitForRefresh(key, scope, minTtl, view.credentials, revoked) };
+    const watch = new LeaseWatch(item, readAtMs, this.#leaseMs);
+    return {
+      result: await this.#waitForRefresh(key, scope, minTtl, view.credentials, revoked, watch),
+    };
   }
 
   /**
@@ -328,6 +334,8 @@ export class TokenService {
    * view (version check included) as a first read, so a waiter never serves a
    * token short of min_ttl or of an older version, and never takes over the
    * lease to overwrite a token of a version it has not verified as older.
+   * Whether the holder died or gave up is judged by this instance's clock
+   * alone (`watch`), so skewed clocks cost no extra mint.
    */
   async #waitForRefresh(
     key: string,
@@ -335,10 +343,10 @@ export class TokenService {
     minTtl: number,
     credentials: ProviderCredentials,
     revoked: string | undefined,
+    watch: LeaseWatch,
   ): Promise<VendResult> {
     const { clock } = this.#deps;
-    const startedMs = clock.now();
-    const deadline = startedMs + this.#maxWaitMs;
+    const deadline = clock.now() + this.#maxWaitMs;
     let delay = this.#pollInitialMs;
     this.#deps.count?.('LeaseWaits');
     while (clock.now() < deadline) {
@@ -347,6 +355,7 @@ export class TokenService {
       );
       delay = Math.min(delay * 2, this.#pollMaxMs);
       const item = await this.#deps.store.get(key);
+      const readAtMs = clock.now();
       const view = await this.#items.view(item, credentials);
       const servable =
         view.token &&
@@ -359,13 +368,13 @@ export class TokenService {
         return { token: servable, outcome: outcome('l2', { waited: true }) };
       }
       if (!view.canReplace || !view.credentials) return this.#serveUnverified(scope, servable);
-      const nowMs = clock.now();
-      if (item?.failure && item.failure.atMs >= startedMs) {
-        throw recentFailure(item.failure.code, Math.ceil(this.#failureBackoffMs / 1000));
-      }
-      if (item?.leaseUntil === undefined || item.leaseUntil < nowMs) {
+      const failure = watch.newFailure(item);
+      if (failure) throw recentFailure(failure.code, Math.ceil(this.#failureBackoffMs / 1000));
+      const seen = watch.observe(item, readAtMs);
+      if (seen.lease !== 'held') {
         // The holder died or gave up: take over (unless a token just appeared).
-        if (await this.#tryLease(key, nowMs, view.revision)) {
+        const holder = seen.lease === 'stale' ? seen.holder : undefined;
+        if (await this.#tryLease(key, clock.now(), view.revision, holder)) {
           this.#deps.count?.('LeaseTakeovers');
           this.#deps.logger.warn('took over an expired lease', { scope: scope ?? 'unscoped' });
           return this.#mintUnderLease(key, scope, view.credentials, undefined, minTtl, {
@@ -383,16 +392,23 @@ export class TokenService {
   }
 
   /**
-   * Takes this instance's lease on `key` if it is free or ran out and, given
-   * `seenRevision`, only while the stored token is still the one read.
+   * Takes this instance's lease on `key` if it is free, ran out longer ago than
+   * clocks may disagree, or is `holder` (watched unchanged for a lease period),
+   * and, given `seenRevision`, only while the stored token is still the one read.
    */
-  #tryLease(key: string, nowMs: number, seenRevision?: number | null): Promise<boolean> {
+  #tryLease(
+    key: string,
+    nowMs: number,
+    seenRevision?: number | null,
+    holder?: LeaseHolder,
+  ): Promise<boolean> {
     return this.#deps.store.tryAcquireLease(
       key,
       this.#deps.instanceId,
       nowMs,
       nowMs + this.#leaseMs,
       seenRevision,
+      { ranOutBeforeMs: nowMs - this.#maxClockSkewMs, ...(holder ? { holder } : {}) },
     );
   }
 

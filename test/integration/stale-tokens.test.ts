@@ -1,6 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
 import { TestClock } from '../support/clock.js';
+import { keepRenewingLease } from '../support/renewing-holder.js';
 import { useSimulatorAndTable } from '../support/simulator-and-table.js';
 import {
   demoCredentials,
@@ -62,10 +63,10 @@ describe.each(stale)('%s', (_label, kind) => {
   };
 
   it('is not served while another instance holds the lease: the caller waits, then gets 503', async () => {
-    // Prepare: a holder that keeps its lease far beyond the wait bound
+    // Prepare: a holder that keeps its lease beyond the wait bound
     const clock = new TestClock({ virtualSleep: true });
     await storeStale(clock, kind);
-    await store.tryAcquireLease(PK, 'holder', clock.now(), clock.now() + 3_600_000);
+    await keepRenewingLease(store, PK, clock);
 
     // Act
     const result = await ask(clock);

@@ -5,6 +5,7 @@ import { AesGcmSealer } from '../../functions/adapters/sealers.js';
 import { type ProviderSimulator, startProviderSimulator } from '../../local/provider-simulator.js';
 import { TestClock } from '../support/clock.js';
 import { createTestTable, dynamoClient } from '../support/dynamodb.js';
+import { keepRenewingLease } from '../support/renewing-holder.js';
 import { demoCredentials, makeInstance, urlEvent, vend } from '../support/vend-harness.js';
 
 let sim: ProviderSimulator;
@@ -143,8 +144,7 @@ describe('token cache across instances (DynamoDB Local)', () => {
   it('answers 503 when the lease holder neither stores a token nor releases within the wait bound', async () => {
     const clock = new TestClock({ virtualSleep: true });
     const store = new DynamoDbTokenStore(client, table);
-    // A holder that keeps renewing its lease (stuck, not dead) is simulated by a lease far in the future.
-    await store.tryAcquireLease('TOKEN#ba_demo_1', 'stuck', clock.now(), clock.now() + 3_600_000);
+    await keepRenewingLease(store, 'TOKEN#ba_demo_1', clock);
 
     const result = await vend(makeInstance({ sim, clock, client, table }), scoped);
 

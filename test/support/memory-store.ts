@@ -1,5 +1,10 @@
 import { StoreUnavailableError } from '../../functions/core/errors.js';
-import type { RefreshFailure, StoredItem, TokenStore } from '../../functions/core/ports.js';
+import type {
+  LeaseTakeover,
+  RefreshFailure,
+  StoredItem,
+  TokenStore,
+} from '../../functions/core/ports.js';
 
 /** An in-memory TokenStore with DynamoDB's conditional semantics, for unit tests. */
 export class MemoryTokenStore implements TokenStore {
@@ -24,10 +29,18 @@ export class MemoryTokenStore implements TokenStore {
     nowMs: number,
     untilMs: number,
     seenRevision?: number | null,
+    takeover: LeaseTakeover = { ranOutBeforeMs: nowMs },
   ): Promise<boolean> {
     this.#check();
     const item = this.items.get(pk) ?? { pk, revision: null };
-    if (item.leaseUntil !== undefined && item.leaseUntil >= nowMs) return false;
+    const { holder } = takeover;
+    const watched =
+      holder !== undefined &&
+      item.leaseUntil === holder.untilMs &&
+      item.leaseOwner === holder.owner;
+    if (item.leaseUntil !== undefined && item.leaseUntil >= takeover.ranOutBeforeMs && !watched) {
+      return false;
+    }
     if (seenRevision !== undefined && item.revision !== seenRevision) return false;
     this.items.set(pk, { ...item, leaseOwner: owner, leaseUntil: untilMs });
     return true;
