@@ -126,3 +126,11 @@ export class StoreUnavailableError extends Error {
 export class CredentialsUnavailableError extends Error {
   override name = 'CredentialsUnavailableError';
 }
+
+/** The 503 for a secret that cannot be read and no token to serve without it. */
+export function credentialsUnavailable(): UpstreamUnavailableError {
+  return new UpstreamUnavailableError(
+    'The provider credentials cannot be read right now; try again shortly.',
+    5,
+  );
+}

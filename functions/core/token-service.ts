@@ -1,7 +1,11 @@
 import { epochSeconds } from './clock.js';
+import { DegradedMode } from './degraded-mode.js';
 import { describe } from './describe-error.js';
-import { StoreUnavailableError, UpstreamUnavailableError } from './errors.js';
-import { fingerprint } from './fingerprint.js';
+import {
+  credentialsUnavailable,
+  StoreUnavailableError,
+  UpstreamUnavailableError,
+} from './errors.js';
 import { isFresh, isServable } from './freshness.js';
 import { tokenKey } from './item-keys.js';
 import { ItemReader } from './item-reader.js';
@@ -9,7 +13,8 @@ import { DEFAULT_MAX_CLOCK_SKEW_MS, LeaseWatch } from './lease-watch.js';
 import { MemoryTokenCache, SingleFlight } from './memory-cache.js';
 import { mintToken } from './mint-token.js';
 import type { LeaseHolder, ProviderCredentials, RefreshFailure, Token } from './ports.js';
-import { backingOff, FailureBackoff, failureOf, recentFailure } from './refresh-failure.js';
+import { FailureBackoff, failureOf, recentFailure } from './refresh-failure.js';
+import { isRevoked } from './revocation.js';
 import {
   outcome,
   type RefreshResult,
@@ -22,6 +27,7 @@ import { UseMarks } from './use-marks.js';
 import { readCachedCredentials, VersionCheck } from './version-check.js';
 
 export { tokenKey } from './item-keys.js';
+export { REVOCATION_MIN_AGE_SECONDS } from './revocation.js';
 export type {
   CoreLogger,
   CoreMetric,
@@ -38,23 +44,6 @@ export type {
  * again; after this many joins it looks up on its own, so it always progresses.
  */
 const MAX_FLIGHT_JOINS = 3;
-
-/**
- * A token that was itself minted to replace a reported one is replaced again
- * on a report only once it is this old, so a caller that loops (token, a
- * provider 401 for another reason, report, new token...) makes at most one
- * mint a minute per scope, however many instances it reaches.
- */
-export const REVOCATION_MIN_AGE_SECONDS = 60;
-
-/** The token is the one a caller reported as refused, and the report may replace it. */
-function isRevoked(token: Token, revoked: string | undefined, now: number): boolean {
-  return (
-    revoked !== undefined &&
-    fingerprint(token.accessToken) === revoked &&
-    (token.replacesRevoked !== true || now - token.issuedAt >= REVOCATION_MIN_AGE_SECONDS)
-  );
-}
 
 /**
  * What a lookup found: the result for whoever shares it, and, when this
@@ -84,7 +73,7 @@ export class TokenService {
   readonly #pollMaxMs: number;
   readonly #failureBackoffMs: number;
   readonly #backoff: FailureBackoff;
-  readonly #degradedFailures = new Map<string, RefreshFailure>();
+  readonly #degraded: DegradedMode;
   readonly #items: ItemReader;
   readonly #useMarks: UseMarks;
 
@@ -100,6 +89,10 @@ export class TokenService {
     this.#failureBackoffMs = config.failureBackoffMs ?? 5000;
     this.#backoff = new FailureBackoff(this.#failureBackoffMs);
     this.#items = new ItemReader(deps, new VersionCheck(deps.credentials, deps.clock));
+    this.#degraded = new DegradedMode(deps, this.#l1, {
+      leaseMs: this.#leaseMs,
+      failureBackoffMs: this.#failureBackoffMs,
+    });
     this.#useMarks = new UseMarks(deps.store, deps.logger, config.useMarkIntervalSeconds);
   }
 
@@ -204,7 +197,8 @@ export class TokenService {
       return await this.#fromShared(key, scope, minTtl, credentials, revoked);
     } catch (error) {
       if (error instanceof StoreUnavailableError) {
-        return { result: await this.#degraded(key, scope, minTtl, credentials, error, revoked) };
+        this.#storeFailed('read', error);
+        return { result: await this.#degraded.serve(key, scope, minTtl, credentials, revoked) };
       }
       throw error;
     }
@@ -421,42 +415,6 @@ export class TokenService {
     }
   }
 
-  /** Serves without DynamoDB: from L1 if it has a servable token, else straight from the provider. */
-  async #degraded(
-    key: string,
-    scope: string | undefined,
-    minTtl: number,
-    credentials: ProviderCredentials | undefined,
-    error: unknown,
-    revoked: string | undefined,
-  ): Promise<VendResult> {
-    this.#storeFailed('read', error);
-    const cached = this.#l1.get(key, this.#now());
-    if (
-      cached &&
-      !isRevoked(cached, revoked, this.#now()) &&
-      (credentials === undefined || cached.credentialsVersion === credentials.version) &&
-      isServable(cached, minTtl, this.#now())
-    ) {
-      return { token: cached, outcome: outcome('l1', { degraded: true }) };
-    }
-    if (!credentials) throw credentialsUnavailable();
-    // Without the shared failure record, back off per instance instead.
-    const nowMs = this.#deps.clock.now();
-    const backOff = backingOff(this.#degradedFailures.get(key), nowMs, this.#failureBackoffMs);
-    if (backOff) throw backOff;
-    let token: Token;
-    try {
-      token = await this.#mint(scope, credentials, nowMs + this.#leaseMs);
-    } catch (mintError) {
-      this.#degradedFailures.set(key, failureOf(mintError, this.#deps.clock.now()));
-      throw mintError;
-    }
-    this.#degradedFailures.delete(key);
-    this.#l1.set(key, token, this.#now());
-    return { token, outcome: outcome('provider', { degraded: true }) };
-  }
-
   /** Mints upstream (mint-token.ts: the 401 re-read included). */
   #mint(scope: string | undefined, credentials: ProviderCredentials, deadlineMs: number) {
     return mintToken(this.#deps, scope, credentials, deadlineMs);
@@ -486,12 +444,4 @@ export class TokenService {
       isFresh(token, minTtl, at, this.#refreshAhead)
     );
   }
-}
-
-/** The 503 for a secret that cannot be read and no token to serve without it. */
-function credentialsUnavailable(): UpstreamUnavailableError {
-  return new UpstreamUnavailableError(
-    'The provider credentials cannot be read right now; try again shortly.',
-    5,
-  );
 }

@@ -1,0 +1,66 @@
+import { epochSeconds } from './clock.js';
+import { credentialsUnavailable } from './errors.js';
+import { isServable } from './freshness.js';
+import type { MemoryTokenCache } from './memory-cache.js';
+import { mintToken } from './mint-token.js';
+import type { ProviderCredentials, RefreshFailure, Token } from './ports.js';
+import { backingOff, failureOf } from './refresh-failure.js';
+import { isRevoked } from './revocation.js';
+import { outcome, type TokenServiceDeps, type VendResult } from './token-service-types.js';
+
+/**
+ * Service while DynamoDB fails (SPEC section 5): from this instance's L1 when
+ * it holds a servable token, else straight from the provider. Without the
+ * shared failure record, each instance backs off on its own after a failure.
+ */
+export class DegradedMode {
+  readonly #deps: TokenServiceDeps;
+  readonly #l1: MemoryTokenCache;
+  readonly #leaseMs: number;
+  readonly #backoffMs: number;
+  readonly #failures = new Map<string, RefreshFailure>();
+
+  constructor(
+    deps: TokenServiceDeps,
+    l1: MemoryTokenCache,
+    timing: { readonly leaseMs: number; readonly failureBackoffMs: number },
+  ) {
+    this.#deps = deps;
+    this.#l1 = l1;
+    this.#leaseMs = timing.leaseMs;
+    this.#backoffMs = timing.failureBackoffMs;
+  }
+
+  async serve(
+    key: string,
+    scope: string | undefined,
+    minTtl: number,
+    credentials: ProviderCredentials | undefined,
+    revoked: string | undefined,
+  ): Promise<VendResult> {
+    const now = epochSeconds(this.#deps.clock);
+    const cached = this.#l1.get(key, now);
+    if (
+      cached &&
+      !isRevoked(cached, revoked, now) &&
+      (credentials === undefined || cached.credentialsVersion === credentials.version) &&
+      isServable(cached, minTtl, now)
+    ) {
+      return { token: cached, outcome: outcome('l1', { degraded: true }) };
+    }
+    if (!credentials) throw credentialsUnavailable();
+    const nowMs = this.#deps.clock.now();
+    const backOff = backingOff(this.#failures.get(key), nowMs, this.#backoffMs);
+    if (backOff) throw backOff;
+    let token: Token;
+    try {
+      token = await mintToken(this.#deps, scope, credentials, nowMs + this.#leaseMs);
+    } catch (error) {
+      this.#failures.set(key, failureOf(error, this.#deps.clock.now()));
+      throw error;
+    }
+    this.#failures.delete(key);
+    this.#l1.set(key, token, epochSeconds(this.#deps.clock));
+    return { token, outcome: outcome('provider', { degraded: true }) };
+  }
+}
