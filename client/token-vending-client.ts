@@ -22,6 +22,12 @@ export const DEFAULT_MAX_RETRIES = 2;
 export const DEFAULT_RETRY_BUDGET_MS = 10_000;
 /** Wait before retrying a 503 that carries no Retry-After, doubled on each retry. */
 const FALLBACK_RETRY_MS = 1000;
+/**
+ * Wait before retrying a 429 (Lambda throttled the function: every instance
+ * busy), doubled on each retry, and jittered to between half and all of it,
+ * so callers throttled together do not come back together.
+ */
+const THROTTLED_RETRY_MS = 400;
 
 /** A retry is not started with less time than this left in the budget. */
 const MIN_ATTEMPT_MS = 100;
@@ -163,7 +169,7 @@ export class TokenVendingClient {
       } catch (error) {
         if (
           !(error instanceof TokenVendingError) ||
-          error.status !== 503 ||
+          (error.status !== 503 && error.code !== 'throttled') ||
           attempt >= this.#maxRetries
         ) {
           throw error;
@@ -171,7 +177,9 @@ export class TokenVendingClient {
         const waitMs =
           error.retryAfter !== undefined
             ? error.retryAfter * 1000
-            : FALLBACK_RETRY_MS * 2 ** attempt;
+            : error.code === 'throttled'
+              ? Math.round(THROTTLED_RETRY_MS * 2 ** attempt * (0.5 + Math.random() / 2))
+              : FALLBACK_RETRY_MS * 2 ** attempt;
         if (this.#clock.now() - started + waitMs + MIN_ATTEMPT_MS > this.#retryBudgetMs)
           throw error;
         await this.#clock.sleep(waitMs);

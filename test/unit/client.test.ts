@@ -438,7 +438,6 @@ describe('errors', () => {
     [401, '', 'unauthenticated'],
     [404, 'nope', 'not_found'],
     [413, '{"Message":"Request Entity Too Large"}', 'invalid_request'],
-    [429, '{"Message":"Rate Exceeded."}', 'throttled'],
     [502, '{"Message":"Internal Server Error"}', 'internal_error'],
     [302, '', 'unexpected_response'],
     [418, `{"code":"made_up","title":"${SECRET_TOKEN}"}`, 'unexpected_response'],
@@ -628,6 +627,30 @@ describe('retries', () => {
     await client(fetch, clock).getToken();
 
     expect(clock.sleeps).toEqual([1000, 2000]);
+  });
+
+  it('retries a 429 (Lambda throttled the function) after a jittered back-off, then gives up with throttled', async () => {
+    const clock = fakeClock();
+    const throttled = () => new Response('{"Message":"Rate Exceeded."}', { status: 429 });
+    const { fetch, sent } = scriptedFetch(throttled(), tokenAnswer(clock));
+    const again = scriptedFetch(throttled(), throttled(), throttled());
+
+    const token = await client(fetch, clock).getToken();
+    const error = await caught(client(again.fetch, clock).getToken());
+
+    expect(token.accessToken).toBe(SECRET_TOKEN);
+    expect(sent).toHaveLength(2);
+    expect(error).toMatchObject({ code: 'throttled', status: 429 });
+    expect(again.sent).toHaveLength(3);
+    const [first, second, third] = clock.sleeps;
+    for (const [wait, base] of [
+      [first, 400],
+      [second, 400],
+      [third, 800],
+    ] as const) {
+      expect(wait).toBeGreaterThanOrEqual(base / 2);
+      expect(wait).toBeLessThanOrEqual(base);
+    }
   });
 
   it('gives up after maxRetries with the last 503', async () => {
