@@ -187,6 +187,29 @@ describe('admin: refresh', () => {
     expect(shared.sim.stats.tokenRequests).toBe(0);
   });
 
+  it("shows a dead holder's lease as held, and answers busy, until 60 s past its end; then refreshes", async () => {
+    // Prepare: a holder died with its lease; it ended 59 s ago by this clock
+    const w = world();
+    await vend(w.vendInstance, urlEvent({ query: 'scope=ba_demo_1' }));
+    const endMs = w.clock.now() - 59_000;
+    await w.store.tryAcquireLease('TOKEN#ba_demo_1', 'died', endMs - 10_000, endMs);
+
+    // Act
+    const early = (await w.admin({ action: 'status' })) as StatusReport;
+    const busy = await w.admin({ action: 'refresh', scope: 'ba_demo_1' });
+    w.clock.advance(2);
+    const later = (await w.admin({ action: 'status' })) as StatusReport;
+    const refreshed = await w.admin({ action: 'refresh', scope: 'ba_demo_1' });
+
+    // Assess
+    const lease = (status: StatusReport) =>
+      status.tokens.find((t) => t.scope === 'ba_demo_1')?.lease;
+    expect(lease(early)).toMatchObject({ held: true, owner: 'died' });
+    expect(busy).toEqual({ scope: 'ba_demo_1', status: 'busy' });
+    expect(lease(later)).toEqual({ held: false });
+    expect(refreshed).toMatchObject({ scope: 'ba_demo_1', status: 'refreshed' });
+  });
+
   it('refuses a scope outside the access policy: it is never sent upstream', async () => {
     const w = world();
 
