@@ -113,28 +113,31 @@ export class DynamoDbTokenStore implements TokenStore {
     nowMs: number,
     untilMs: number,
     seenRevision?: number | null,
-    takeover: LeaseTakeover = { ranOutBeforeMs: nowMs },
+    takeover: LeaseTakeover = {},
   ): Promise<boolean> {
     const values: Item = {
       ':owner': { S: owner },
       ':until': num(untilMs),
-      ':ranOut': num(takeover.ranOutBeforeMs),
       ':ttl': num(leaseTtl(nowMs, seenRevision)),
       ':n': { S: 'N' },
     };
     // Whatever the core read as "no lease" or "no token" (absent, or not a
     // number) must satisfy the condition too, or such an item wedges its scope.
-    const free = [
-      'attribute_not_exists(lease_until)',
-      'NOT attribute_type(lease_until, :n)',
-      'lease_until < :ranOut',
-    ];
-    const { holder } = takeover;
+    const free = ['attribute_not_exists(lease_until)', 'NOT attribute_type(lease_until, :n)'];
+    const { ranOutBeforeMs, holder } = takeover;
+    if (ranOutBeforeMs !== undefined) {
+      free.push('lease_until < :ranOut');
+      values[':ranOut'] = num(ranOutBeforeMs);
+    }
     if (holder) {
       // Exactly the lease the caller watched, so a lease renewed meanwhile stays.
+      // An owner the core read as absent may also be one that is not a string.
       values[':seenUntil'] = num(holder.untilMs);
       if (holder.owner === undefined) {
-        free.push('(lease_until = :seenUntil AND attribute_not_exists(lease_owner))');
+        values[':s'] = { S: 'S' };
+        free.push(
+          '(lease_until = :seenUntil AND (attribute_not_exists(lease_owner) OR NOT attribute_type(lease_owner, :s)))',
+        );
       } else {
         values[':seenOwner'] = { S: holder.owner };
         free.push('(lease_until = :seenUntil AND lease_owner = :seenOwner)');

@@ -86,12 +86,12 @@ export interface LeaseHolder {
 }
 
 /**
- * Which held lease an acquirer may take: one that ran out before
- * `ranOutBeforeMs`, or exactly `holder` (seen unchanged for a whole lease
- * period by the acquirer's own clock), whatever its `lease_until` says.
+ * Which held lease an acquirer may take besides a free one: one that ran out
+ * before `ranOutBeforeMs`, or exactly `holder` (seen unchanged for a whole
+ * lease period by the acquirer's own clock), whatever its `lease_until` says.
  */
 export interface LeaseTakeover {
-  readonly ranOutBeforeMs: number;
+  readonly ranOutBeforeMs?: number;
   readonly holder?: LeaseHolder;
 }
 
@@ -101,7 +101,7 @@ export interface TokenStore {
   get(pk: string): Promise<StoredItem | undefined>;
   /**
    * Takes the lease when it is absent or unreadable, or one `takeover` allows
-   * (default: ran out before `nowMs`), and, when `seenRevision` is given, only while the item's `revision` is
+   * (by default none: a held lease is never judged by `nowMs`), and, when `seenRevision` is given, only while the item's `revision` is
    * still the one the caller read, so nobody re-mints (or overwrites) a token
    * another caller just stored. False when the lease is held or the token changed.
    */

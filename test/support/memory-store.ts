@@ -26,10 +26,10 @@ export class MemoryTokenStore implements TokenStore {
   async tryAcquireLease(
     pk: string,
     owner: string,
-    nowMs: number,
+    _nowMs: number,
     untilMs: number,
     seenRevision?: number | null,
-    takeover: LeaseTakeover = { ranOutBeforeMs: nowMs },
+    takeover: LeaseTakeover = {},
   ): Promise<boolean> {
     this.#check();
     const item = this.items.get(pk) ?? { pk, revision: null };
@@ -38,9 +38,11 @@ export class MemoryTokenStore implements TokenStore {
       holder !== undefined &&
       item.leaseUntil === holder.untilMs &&
       item.leaseOwner === holder.owner;
-    if (item.leaseUntil !== undefined && item.leaseUntil >= takeover.ranOutBeforeMs && !watched) {
-      return false;
-    }
+    const ranOut =
+      takeover.ranOutBeforeMs !== undefined &&
+      item.leaseUntil !== undefined &&
+      item.leaseUntil < takeover.ranOutBeforeMs;
+    if (item.leaseUntil !== undefined && !ranOut && !watched) return false;
     if (seenRevision !== undefined && item.revision !== seenRevision) return false;
     this.items.set(pk, { ...item, leaseOwner: owner, leaseUntil: untilMs });
     return true;

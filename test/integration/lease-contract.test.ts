@@ -1,0 +1,80 @@
+/**
+ * The lease conditions of the TokenStore port, on both stores: DynamoDB
+ * (Local) and the in-memory store the unit tests use, so the unit tests of the
+ * lease protocol run against the same rules as production.
+ */
+import { PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { describe, expect, it } from 'vitest';
+import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
+import type { LeaseTakeover, TokenStore } from '../../functions/core/ports.js';
+import { MemoryTokenStore } from '../support/memory-store.js';
+import { useSimulatorAndTable } from '../support/simulator-and-table.js';
+
+const shared = useSimulatorAndTable();
+const PK = 'TOKEN#ba_demo_1';
+const NOW = 1_800_000_000_500;
+const HELD = { owner: 'a', untilMs: NOW + 10_000 };
+
+const stores: Array<[string, () => TokenStore]> = [
+  ['DynamoDB', () => new DynamoDbTokenStore(shared.client, shared.table)],
+  ['memory', () => new MemoryTokenStore()],
+];
+
+describe.each(stores)('%s store: tryAcquireLease', (_name, makeStore) => {
+  const held = async () => {
+    const store = makeStore();
+    expect(await store.tryAcquireLease(PK, HELD.owner, NOW, HELD.untilMs)).toBe(true);
+    return store;
+  };
+  const take = (store: TokenStore, takeover?: LeaseTakeover, seenRevision?: number | null) =>
+    store.tryAcquireLease(PK, 'w', NOW, NOW + 10_000, seenRevision, takeover);
+
+  it('takes a free lease, and never a held one it is not told it may take, whatever the time', async () => {
+    const store = await held();
+
+    expect(await store.tryAcquireLease(PK, 'w', NOW + 3_600_000, NOW + 3_610_000)).toBe(false);
+    expect((await store.get(PK))?.leaseOwner).toBe('a');
+  });
+
+  it.each([
+    ['ran out before the given time', { ranOutBeforeMs: HELD.untilMs + 1 }, true],
+    ['ends at the given time', { ranOutBeforeMs: HELD.untilMs }, false],
+    ['is exactly the watched lease', { holder: HELD }, true],
+    ['has another owner than the watched one', { holder: { ...HELD, owner: 'b' } }, false],
+    ['has another end than the watched one', { holder: { ...HELD, untilMs: NOW + 9_999 } }, false],
+    ['was watched without an owner, but has one', { holder: { untilMs: HELD.untilMs } }, false],
+  ] as const)('a held lease that %s: taken %s', async (_case, takeover, taken) => {
+    const store = await held();
+
+    expect(await take(store, takeover)).toBe(taken);
+    expect((await store.get(PK))?.leaseOwner).toBe(taken ? 'w' : 'a');
+  });
+
+  it('takes the watched lease only while the token is still the one read', async () => {
+    const store = await held();
+
+    expect(await take(store, { holder: HELD }, 1_800_007_200)).toBe(false);
+    expect(await take(store, { holder: HELD }, null)).toBe(true);
+  });
+});
+
+it('DynamoDB store: a watched lease whose lease_owner is not a string (a hand edit, read as no owner) can be taken', async () => {
+  // Prepare
+  const store = new DynamoDbTokenStore(shared.client, shared.table);
+  await shared.client.send(
+    new PutItemCommand({
+      TableName: shared.table,
+      Item: { pk: { S: PK }, lease_owner: { N: '7' }, lease_until: { N: String(HELD.untilMs) } },
+    }),
+  );
+  const item = await store.get(PK);
+
+  // Act
+  const taken = await store.tryAcquireLease(PK, 'w', NOW, NOW + 10_000, null, {
+    holder: { untilMs: item?.leaseUntil ?? 0 },
+  });
+
+  // Assess
+  expect(item?.leaseOwner).toBeUndefined();
+  expect(taken).toBe(true);
+});
