@@ -15,7 +15,7 @@ import { POLICY_JSON } from './world.js';
 const ROOT = resolve(import.meta.dirname, '..');
 export const IMPORT_RUNS = 20;
 
-const BASE_ENV = {
+export const BASE_ENV = {
   AWS_REGION: 'us-east-1',
   AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
   TABLE_NAME: 'token-vending',
@@ -60,7 +60,7 @@ export interface ColdStartResult {
 }
 
 /** Milliseconds a fresh `node` takes to import `file` (process start excluded). */
-function importTime(file: string, env: Record<string, string>): Promise<number> {
+export function importTime(file: string, env: Record<string, string>): Promise<number> {
   const script = `const t = performance.now(); await import(${JSON.stringify(pathToFileURL(file).href)}); process.stdout.write(String(performance.now() - t));`;
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], {

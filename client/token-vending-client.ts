@@ -93,12 +93,14 @@ function validate(options: TokenVendingClientOptions): { base: URL; region: stri
  * Gets bearer tokens from the token vending Function URL: signs each request
  * with SigV4 (service `lambda`), caches tokens per scope in this process,
  * shares one request among concurrent callers of a scope, and retries 503
- * answers as `Retry-After` asks. Never logs; errors never carry a token.
+ * answers as `Retry-After` asks and 429s (Lambda throttled) after a jittered
+ * back-off. Never logs; errors never carry a token.
  */
 export class TokenVendingClient {
   readonly #signer: VendRequestSigner;
   readonly #fetch: FetchFunction;
   readonly #clock: ClientClock;
+  readonly #random: () => number;
   readonly #timeoutMs: number;
   readonly #maxRetries: number;
   readonly #retryBudgetMs: number;
@@ -112,6 +114,7 @@ export class TokenVendingClient {
     this.#signer = new VendRequestSigner(base, region, options.credentials ?? defaultCredentials());
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.#clock = options.clock ?? systemClock;
+    this.#random = options.random ?? Math.random;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
     this.#retryBudgetMs = options.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS;
@@ -169,17 +172,20 @@ export class TokenVendingClient {
       } catch (error) {
         if (
           !(error instanceof TokenVendingError) ||
-          (error.status !== 503 && error.code !== 'throttled') ||
+          (error.status !== 503 && error.status !== 429) ||
           attempt >= this.#maxRetries
         ) {
           throw error;
         }
+        const asked = error.retryAfter === undefined ? undefined : error.retryAfter * 1000;
         const waitMs =
-          error.retryAfter !== undefined
-            ? error.retryAfter * 1000
-            : error.code === 'throttled'
-              ? Math.round(THROTTLED_RETRY_MS * 2 ** attempt * (0.5 + Math.random() / 2))
-              : FALLBACK_RETRY_MS * 2 ** attempt;
+          error.status === 429
+            ? // Jittered even under a Retry-After, which every throttled caller got alike.
+              Math.max(
+                asked ?? 0,
+                Math.round(THROTTLED_RETRY_MS * 2 ** attempt * (0.5 + this.#random() / 2)),
+              )
+            : (asked ?? FALLBACK_RETRY_MS * 2 ** attempt);
         if (this.#clock.now() - started + waitMs + MIN_ATTEMPT_MS > this.#retryBudgetMs)
           throw error;
         await this.#clock.sleep(waitMs);

@@ -34,12 +34,14 @@ export interface TokenVendingClientOptions {
   readonly fetch?: FetchFunction;
   /** Time allowed for one request, answer body included. Default 10000. */
   readonly timeoutMs?: number;
-  /** Retries of a 503 answer. Default 2. */
+  /** Retries of a 503 or 429 answer. Default 2. */
   readonly maxRetries?: number;
   /** Longest total time spent on one `getToken`, waits between retries included. Default 10000. */
   readonly retryBudgetMs?: number;
   /** Default: real time. */
   readonly clock?: ClientClock;
+  /** Jitter of the back-off after a 429: a number in [0, 1). Default `Math.random`. */
+  readonly random?: () => number;
 }
 
 export interface GetTokenOptions {

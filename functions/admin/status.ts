@@ -1,5 +1,5 @@
 import { scopeLabel } from '../core/item-keys.js';
-import { DEFAULT_MAX_CLOCK_SKEW_MS } from '../core/lease-watch.js';
+import { MAX_CLOCK_SKEW_MS } from '../core/lease-watch.js';
 import type { StoredItem } from '../core/ports.js';
 import type { KeyJobRecord } from '../issue-keys/ports.js';
 import { isInUse } from '../refresh/in-use.js';
@@ -54,8 +54,7 @@ export function tokenStatus(
   const { token } = item;
   // Held as `refresh` sees it: until its end, on the holder's clock, is past
   // by more than clocks may disagree (lease-watch.ts); until then refresh is busy.
-  const leaseHeld =
-    item.leaseUntil !== undefined && item.leaseUntil >= nowMs - DEFAULT_MAX_CLOCK_SKEW_MS;
+  const leaseHeld = item.leaseUntil !== undefined && item.leaseUntil >= nowMs - MAX_CLOCK_SKEW_MS;
   return defined({
     scope: scopeLabel(item.pk),
     state: !token ? 'unusable' : token.expiresAt <= now ? 'expired' : 'valid',

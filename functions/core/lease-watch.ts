@@ -5,8 +5,10 @@ import { sameFailure } from './refresh-failure.js';
  * The most two instances' clocks are assumed to disagree by. A lease counts as
  * run out by its `lease_until` alone only this long after it, so an instance
  * whose clock runs ahead never takes a live lease from one whose clock lags.
+ * One constant, so the admin `status` shows a lease as held exactly while
+ * `refresh` would answer busy.
  */
-export const DEFAULT_MAX_CLOCK_SKEW_MS = 60_000;
+export const MAX_CLOCK_SKEW_MS = 60_000;
 
 /**
  * A waiter's view of another instance's refresh, judged by the waiter's own

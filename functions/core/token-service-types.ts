@@ -28,12 +28,6 @@ export interface TokenServiceConfig {
   readonly refreshAheadSeconds?: number;
   /** Lease length in ms. Default 10 000. */
   readonly leaseMs?: number;
-  /**
-   * The most two instances' clocks may disagree by, in ms. A lease runs out by
-   * its `lease_until` only this long after it; waiters take over sooner by
-   * their own clock (lease-watch.ts). Default 60 000.
-   */
-  readonly maxClockSkewMs?: number;
   /** Longest a caller waits for another instance's refresh. Default leaseMs + 3000. */
   readonly maxWaitMs?: number;
   /** First poll delay while waiting; doubles up to pollMaxMs. Defaults 50 and 800. */

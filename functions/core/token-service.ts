@@ -9,7 +9,7 @@ import {
 import { isFresh, isServable } from './freshness.js';
 import { tokenKey } from './item-keys.js';
 import { ItemReader } from './item-reader.js';
-import { DEFAULT_MAX_CLOCK_SKEW_MS, LeaseWatch } from './lease-watch.js';
+import { LeaseWatch, MAX_CLOCK_SKEW_MS } from './lease-watch.js';
 import { MemoryTokenCache, SingleFlight } from './memory-cache.js';
 import { mintToken } from './mint-token.js';
 import type { LeaseHolder, ProviderCredentials, RefreshFailure, Token } from './ports.js';
@@ -67,7 +67,6 @@ export class TokenService {
   readonly #flights = new SingleFlight<Lookup>();
   readonly #refreshAhead: number;
   readonly #leaseMs: number;
-  readonly #maxClockSkewMs: number;
   readonly #maxWaitMs: number;
   readonly #pollInitialMs: number;
   readonly #pollMaxMs: number;
@@ -82,7 +81,6 @@ export class TokenService {
     this.#l1 = new MemoryTokenCache(config.l1MaxAgeSeconds);
     this.#refreshAhead = config.refreshAheadSeconds ?? 900;
     this.#leaseMs = config.leaseMs ?? 10_000;
-    this.#maxClockSkewMs = config.maxClockSkewMs ?? DEFAULT_MAX_CLOCK_SKEW_MS;
     this.#maxWaitMs = config.maxWaitMs ?? this.#leaseMs + 3000;
     this.#pollInitialMs = config.pollInitialMs ?? 50;
     this.#pollMaxMs = config.pollMaxMs ?? 800;
@@ -402,7 +400,7 @@ export class TokenService {
       nowMs,
       nowMs + this.#leaseMs,
       seenRevision,
-      { ranOutBeforeMs: nowMs - this.#maxClockSkewMs, ...(holder ? { holder } : {}) },
+      { ranOutBeforeMs: nowMs - MAX_CLOCK_SKEW_MS, ...(holder ? { holder } : {}) },
     );
   }
 

@@ -629,28 +629,59 @@ describe('retries', () => {
     expect(clock.sleeps).toEqual([1000, 2000]);
   });
 
+  const throttled = (headers: Record<string, string> = {}) =>
+    new Response('{"Message":"Rate Exceeded."}', { status: 429, headers });
+
   it('retries a 429 (Lambda throttled the function) after a jittered back-off, then gives up with throttled', async () => {
     const clock = fakeClock();
-    const throttled = () => new Response('{"Message":"Rate Exceeded."}', { status: 429 });
     const { fetch, sent } = scriptedFetch(throttled(), tokenAnswer(clock));
     const again = scriptedFetch(throttled(), throttled(), throttled());
 
-    const token = await client(fetch, clock).getToken();
-    const error = await caught(client(again.fetch, clock).getToken());
+    const token = await client(fetch, clock, { random: () => 0 }).getToken();
+    const error = await caught(client(again.fetch, clock, { random: () => 0.999 }).getToken());
 
     expect(token.accessToken).toBe(SECRET_TOKEN);
     expect(sent).toHaveLength(2);
     expect(error).toMatchObject({ code: 'throttled', status: 429 });
     expect(again.sent).toHaveLength(3);
-    const [first, second, third] = clock.sleeps;
-    for (const [wait, base] of [
-      [first, 400],
-      [second, 400],
-      [third, 800],
-    ] as const) {
-      expect(wait).toBeGreaterThanOrEqual(base / 2);
-      expect(wait).toBeLessThanOrEqual(base);
-    }
+    // 400 ms doubling, jittered to between half and all of it
+    expect(clock.sleeps).toEqual([200, 400, 800]);
+  });
+
+  it('spreads throttled callers out even when the 429 says Retry-After: 0, and waits longer when it asks', async () => {
+    const clock = fakeClock();
+    const zero = scriptedFetch(throttled({ 'retry-after': '0' }), tokenAnswer(clock));
+    const three = scriptedFetch(throttled({ 'retry-after': '3' }), tokenAnswer(clock));
+
+    await client(zero.fetch, clock, { random: () => 0.5 }).getToken();
+    await client(three.fetch, clock, { random: () => 0.5 }).getToken();
+
+    expect(clock.sleeps).toEqual([300, 3000]);
+  });
+
+  it('retries a 429 by its status, whatever its body says', async () => {
+    const clock = fakeClock();
+    const { fetch, sent } = scriptedFetch(
+      problem(429, 'upstream_unavailable', 'Slow down'),
+      tokenAnswer(clock),
+    );
+
+    await client(fetch, clock, { random: () => 0 }).getToken();
+
+    expect(sent).toHaveLength(2);
+  });
+
+  it('does not retry a 429 past the retry budget, nor with maxRetries 0', async () => {
+    const clock = fakeClock();
+    const late = scriptedFetch(throttled({ 'retry-after': '20' }));
+    const none = scriptedFetch(throttled());
+
+    const lateError = await caught(client(late.fetch, clock).getToken());
+    const noneError = await caught(client(none.fetch, clock, { maxRetries: 0 }).getToken());
+
+    expect([lateError.code, noneError.code]).toEqual(['throttled', 'throttled']);
+    expect([late.sent.length, none.sent.length]).toEqual([1, 1]);
+    expect(clock.sleeps).toEqual([]);
   });
 
   it('gives up after maxRetries with the last 503', async () => {

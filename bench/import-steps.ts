@@ -1,0 +1,64 @@
+/**
+ * Where the vend function's import time goes, step by step: the bench's
+ * SDK-only baseline, the same clients created as the function creates them,
+ * the Powertools logger and metrics added, and the function itself. Each
+ * bundle built as the bench builds them; median of 20 fresh processes,
+ * interleaved. Run: `npx tsx bench/import-steps.ts` (not part of `npm run bench`).
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { bundle } from '../test/support/bundle.js';
+import { BASE_ENV, IMPORT_RUNS, importTime } from './cold-start.js';
+import { median } from './stats.js';
+
+const SDK = `import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { KMSClient } from '@aws-sdk/client-kms';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';`;
+// The options functions/vend-token/aws-runtime.ts creates its clients with.
+const CREATED = `const fast = { maxAttempts: 2, requestHandler: { requestTimeout: 1000, connectionTimeout: 500 } };
+export const clients = [new DynamoDBClient(fast), new KMSClient(fast), new SecretsManagerClient(fast)];`;
+const POWERTOOLS = `import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+export const powertools = [new Logger({ serviceName: 'token-vending' }), new Metrics({ namespace: 'TokenVending', serviceName: 'vend-token' })];`;
+
+const STEPS = [
+  {
+    label: 'the three SDK clients, imported (the bench baseline)',
+    entry: { contents: `${SDK}\nexport { DynamoDBClient, KMSClient, SecretsManagerClient };` },
+  },
+  {
+    label: '... and created, as the function creates them',
+    entry: { contents: `${SDK}\n${CREATED}` },
+  },
+  {
+    label: '... and the Powertools logger and metrics created',
+    entry: { contents: `${SDK}\n${POWERTOOLS}\n${CREATED}` },
+  },
+  {
+    label: 'the vend function',
+    entry: { path: resolve(import.meta.dirname, '../functions/vend-token/handler.ts') },
+  },
+];
+
+const dir = await mkdtemp(join(tmpdir(), 'tvm-import-steps-'));
+try {
+  const files: string[] = [];
+  for (const [i, step] of STEPS.entries()) {
+    const file = join(dir, `step-${i}.mjs`);
+    await writeFile(file, (await bundle(step.entry)).code);
+    files.push(file);
+  }
+  const times: number[][] = STEPS.map(() => []);
+  for (let run = 0; run < IMPORT_RUNS; run++) {
+    for (const [i, file] of files.entries()) times[i]?.push(await importTime(file, BASE_ENV));
+  }
+  const base = median(times[0] ?? []);
+  console.log('| bundle | import (ms) | ratio |\n| --- | ---: | ---: |');
+  for (const [i, step] of STEPS.entries()) {
+    const ms = median(times[i] ?? []);
+    console.log(`| ${step.label} | ${ms.toFixed(1)} | ${(ms / base).toFixed(2)} |`);
+  }
+} finally {
+  await rm(dir, { recursive: true, force: true });
+}
