@@ -14,27 +14,10 @@ import { TokenVendingClient } from '../../client/index.js';
 import { AesGcmSealer } from '../../functions/adapters/sealers.js';
 import { ConfigError } from '../../functions/core/errors.js';
 import { DEMO_IDENTITY } from '../../local/local-identities.js';
-import type { RefreshTimers } from '../../local/refresh-timer.js';
 import { type LocalStack, startLocalStack } from '../../local/stack.js';
 import { dynamoClient } from '../support/dynamodb.js';
+import { fakeTimers } from '../support/fake-timers.js';
 import { quietLogger } from '../support/vend-harness.js';
-
-/** Timers that fire on demand and record what was cleared. */
-function fakeTimers() {
-  const pending: Array<{ fn: () => Promise<void>; ms: number }> = [];
-  const cleared: unknown[] = [];
-  const timers: RefreshTimers = {
-    setTimeout: (fn, ms) => {
-      const handle = { fn, ms };
-      pending.push(handle);
-      return handle;
-    },
-    clearTimeout: (handle) => {
-      cleared.push(handle);
-    },
-  };
-  return { timers, pending, cleared };
-}
 
 describe('the local stack with REFRESH_INTERVAL_SECONDS=3600', () => {
   let dir: string;
@@ -117,7 +100,7 @@ describe('the local stack with REFRESH_INTERVAL_SECONDS=3600', () => {
     const before = sim?.stats.tokenRequestsByScope.ba_demo_1 ?? 0;
     info.mockClear();
 
-    await fake.pending.shift()?.fn();
+    await fake.fire();
 
     expect(sim?.stats.tokenRequestsByScope.ba_demo_1).toBe(before + 1);
     expect(info).toHaveBeenCalledWith(

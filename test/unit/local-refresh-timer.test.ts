@@ -6,7 +6,8 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { CoreLogger } from '../../functions/core/token-service-types.js';
 import type { ScheduledRefreshReport } from '../../functions/refresh/scheduled-refresh.js';
-import { type RefreshTimers, startRefreshTimer, systemTimers } from '../../local/refresh-timer.js';
+import { startRefreshTimer, systemTimers } from '../../local/refresh-timer.js';
+import { fakeTimers } from '../support/fake-timers.js';
 
 const report = (patch: Partial<ScheduledRefreshReport> = {}): ScheduledRefreshReport => ({
   refreshed: [],
@@ -17,34 +18,6 @@ const report = (patch: Partial<ScheduledRefreshReport> = {}): ScheduledRefreshRe
   failed: [],
   ...patch,
 });
-
-/** Timers that record what is scheduled; `fire` runs the oldest and waits for it. */
-function fakeTimers() {
-  const pending: Array<{ fn: () => Promise<void>; ms: number }> = [];
-  const cleared: unknown[] = [];
-  const timers: RefreshTimers = {
-    setTimeout: (fn, ms) => {
-      const handle = { fn, ms };
-      pending.push(handle);
-      return handle;
-    },
-    clearTimeout: (handle) => {
-      cleared.push(handle);
-      const at = pending.indexOf(handle as (typeof pending)[number]);
-      if (at >= 0) pending.splice(at, 1);
-    },
-  };
-  return {
-    timers,
-    pending,
-    cleared,
-    async fire() {
-      const next = pending.shift();
-      if (!next) throw new Error('nothing scheduled');
-      await next.fn();
-    },
-  };
-}
 
 const logger = () => ({ info: vi.fn(), warn: vi.fn(), error: vi.fn() });
 
