@@ -6,7 +6,7 @@
 import { beforeEach, expect, it } from 'vitest';
 import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
 import type { TokenStore } from '../../functions/core/ports.js';
-import { TestClock } from '../support/clock.js';
+import { afterEverySleep, TestClock } from '../support/clock.js';
 import { ask, expectSound, fleetInstance, SkewedClock } from '../support/fleet.js';
 import { useSimulatorAndTable } from '../support/simulator-and-table.js';
 import { SHARED_SEALER } from '../support/vend-harness.js';
@@ -185,11 +185,8 @@ it('a waiter whose first read holds an old failure keeps waiting for the holder,
   });
   await store.tryAcquireLease(pk, 'holder', clock.now(), clock.now() + 10_000);
   const now = Math.floor(clock.now() / 1000);
-  let sleeps = 0;
-  const sleep = clock.sleep.bind(clock);
-  clock.sleep = async (ms: number) => {
-    await sleep(ms);
-    if (++sleeps !== 2) return;
+  afterEverySleep(clock, async (sleeps) => {
+    if (sleeps !== 2) return;
     const sealed = await SHARED_SEALER.seal('tok-from-holder', pk);
     const token = {
       tokenType: 'Bearer' as const,
@@ -198,7 +195,7 @@ it('a waiter whose first read holds an old failure keeps waiting for the holder,
       expiresAt: now + 7200,
     };
     await store.putToken(pk, { ...token, credentialsVersion: 'v1', sealed }, 'holder');
-  };
+  });
   const waiter = fleetInstance({ sim: shared.sim, store, clock });
 
   // Act

@@ -36,3 +36,16 @@ export class TestClock implements Clock {
     this.#offsetMs += seconds * 1000;
   }
 }
+
+/**
+ * Runs `after` each time `clock` has slept (with the number of sleeps so
+ * far): what another instance does between a waiter's polls.
+ */
+export function afterEverySleep(clock: TestClock, after: (sleeps: number) => Promise<void>): void {
+  const sleep = clock.sleep.bind(clock);
+  let sleeps = 0;
+  clock.sleep = async (ms: number) => {
+    await sleep(ms);
+    await after(++sleeps);
+  };
+}

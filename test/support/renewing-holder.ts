@@ -1,5 +1,5 @@
 import type { TokenStore } from '../../functions/core/ports.js';
-import type { TestClock } from './clock.js';
+import { afterEverySleep, type TestClock } from './clock.js';
 
 /**
  * A lease that never runs out and never yields a token: a live holder that
@@ -25,9 +25,5 @@ export async function keepRenewingLease(
     if (!taken) throw new Error(`the renewing holder lost its lease on ${pk}`);
   };
   await take();
-  const sleep = clock.sleep.bind(clock);
-  clock.sleep = async (ms: number) => {
-    await sleep(ms);
-    await take();
-  };
+  afterEverySleep(clock, take);
 }
