@@ -60,7 +60,7 @@ export interface ColdStartResult {
 }
 
 /** Milliseconds a fresh `node` takes to import `file` (process start excluded). */
-export function importTime(file: string, env: Record<string, string>): Promise<number> {
+function importTime(file: string, env: Record<string, string>): Promise<number> {
   const script = `const t = performance.now(); await import(${JSON.stringify(pathToFileURL(file).href)}); process.stdout.write(String(performance.now() - t));`;
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
@@ -82,6 +82,21 @@ export function importTime(file: string, env: Record<string, string>): Promise<n
       else fail(new Error(`importing ${file} failed (exit ${code}): ${err.slice(0, 500)}`));
     });
   });
+}
+
+/**
+ * Each file's median import time over IMPORT_RUNS fresh processes, the files
+ * interleaved so that drift in the machine's load hits them all alike.
+ */
+export async function medianImportTimes(
+  files: readonly string[],
+  env: Record<string, string>,
+): Promise<number[]> {
+  const times: number[][] = files.map(() => []);
+  for (let run = 0; run < IMPORT_RUNS; run++) {
+    for (const [i, file] of files.entries()) times[i]?.push(await importTime(file, env));
+  }
+  return times.map(median);
 }
 
 export async function coldStart(): Promise<ColdStartResult[]> {
@@ -106,21 +121,17 @@ export async function coldStart(): Promise<ColdStartResult[]> {
       const sdkFile = join(dir, `${fn.name}-sdk-only.mjs`);
       await writeFile(file, built.code);
       await writeFile(sdkFile, sdkOnly.code);
-      const env = { ...BASE_ENV, ...fn.env };
-      const own: number[] = [];
-      const sdk: number[] = [];
-      // Interleaved, so drift in the machine's load hits both alike.
-      for (let i = 0; i < IMPORT_RUNS; i++) {
-        own.push(await importTime(file, env));
-        sdk.push(await importTime(sdkFile, env));
-      }
+      const [importMs = Number.NaN, sdkOnlyImportMs = Number.NaN] = await medianImportTimes(
+        [file, sdkFile],
+        { ...BASE_ENV, ...fn.env },
+      );
       results.push({
         name: fn.name,
         bytes: built.bytes,
         sdkClients,
         sdkOnlyBytes: sdkOnly.bytes,
-        importMs: median(own),
-        sdkOnlyImportMs: median(sdk),
+        importMs,
+        sdkOnlyImportMs,
       });
     }
     return results;

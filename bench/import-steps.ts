@@ -9,8 +9,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { bundle } from '../test/support/bundle.js';
-import { BASE_ENV, IMPORT_RUNS, importTime } from './cold-start.js';
-import { median } from './stats.js';
+import { BASE_ENV, medianImportTimes } from './cold-start.js';
 
 const SDK = `import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { KMSClient } from '@aws-sdk/client-kms';
@@ -49,14 +48,11 @@ try {
     await writeFile(file, (await bundle(step.entry)).code);
     files.push(file);
   }
-  const times: number[][] = STEPS.map(() => []);
-  for (let run = 0; run < IMPORT_RUNS; run++) {
-    for (const [i, file] of files.entries()) times[i]?.push(await importTime(file, BASE_ENV));
-  }
-  const base = median(times[0] ?? []);
+  const medians = await medianImportTimes(files, BASE_ENV);
+  const base = medians[0] ?? Number.NaN;
   console.log('| bundle | import (ms) | ratio |\n| --- | ---: | ---: |');
   for (const [i, step] of STEPS.entries()) {
-    const ms = median(times[i] ?? []);
+    const ms = medians[i] ?? Number.NaN;
     console.log(`| ${step.label} | ${ms.toFixed(1)} | ${(ms / base).toFixed(2)} |`);
   }
 } finally {
