@@ -7,21 +7,20 @@ import type { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { example } from '../../infra/stages/example.js';
 import {
+  ADMIN,
   actionsOf,
   allStatements,
   functionId,
+  ISSUE_KEYS,
   logicalId,
+  REFRESH,
   roleIdOf,
   type Statement,
   stage,
   statementsOf,
   synth,
+  VEND,
 } from '../support/infra.js';
-
-const VEND = 'token-vending-example-vend-token';
-const REFRESH = 'token-vending-example-refresh';
-const ISSUE_KEYS = 'token-vending-example-issue-keys';
-const ADMIN = 'token-vending-example-admin';
 
 interface Permission {
   Action: string;

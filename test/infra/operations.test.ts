@@ -15,19 +15,19 @@ import {
 } from '../../infra/constructs/console-test-events.js';
 import { example } from '../../infra/stages/example.js';
 import {
+  ADMIN,
+  FUNCTIONS,
   functionId,
+  ISSUE_KEYS,
   logicalId,
+  REFRESH,
   resolveValue,
   stage,
   synth,
   testEventsOf,
+  VEND,
 } from '../support/infra.js';
 
-const VEND = 'token-vending-example-vend-token';
-const REFRESH = 'token-vending-example-refresh';
-const ISSUE_KEYS = 'token-vending-example-issue-keys';
-const ADMIN = 'token-vending-example-admin';
-const FUNCTIONS = [VEND, REFRESH, ISSUE_KEYS, ADMIN];
 const ROOT = resolve(import.meta.dirname, '../..');
 
 describe('schedules and failed runs', () => {

@@ -16,20 +16,19 @@ import { RUNTIME } from '../../infra/constructs/token-vending-function.js';
 import { example } from '../../infra/stages/example.js';
 import {
   ACCOUNT,
+  ADMIN,
   environmentOf,
+  FUNCTIONS,
   functionId,
+  ISSUE_KEYS,
   logicalId,
+  REFRESH,
   REGION,
   roleIdOf,
   stage,
   synth,
+  VEND,
 } from '../support/infra.js';
-
-const VEND = 'token-vending-example-vend-token';
-const REFRESH = 'token-vending-example-refresh';
-const ISSUE_KEYS = 'token-vending-example-issue-keys';
-const ADMIN = 'token-vending-example-admin';
-const FUNCTIONS = [VEND, REFRESH, ISSUE_KEYS, ADMIN];
 
 describe('the example stage', () => {
   let template: Template;

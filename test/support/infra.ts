@@ -13,6 +13,13 @@ import { TokenVendingStack } from '../../infra/token-vending-stack.js';
 export const ACCOUNT = '123456789012';
 export const REGION = 'eu-west-1';
 
+/** The example stage's function names, as the tests expect them deployed. */
+export const VEND = 'token-vending-example-vend-token';
+export const REFRESH = 'token-vending-example-refresh';
+export const ISSUE_KEYS = 'token-vending-example-issue-keys';
+export const ADMIN = 'token-vending-example-admin';
+export const FUNCTIONS = [VEND, REFRESH, ISSUE_KEYS, ADMIN];
+
 export interface Built {
   readonly app: App;
   readonly stack: TokenVendingStack;
