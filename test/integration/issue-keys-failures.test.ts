@@ -3,44 +3,21 @@
  * record keeps for the next run, and that a run fails only after every id.
  */
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { mockClient } from 'aws-sdk-client-mock';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { SecretsManagerKeyVault } from '../../functions/adapters/secrets-manager-key-vault.js';
+import { describe, expect, it } from 'vitest';
 import {
   InvalidKeyIssuingRequestError,
   KeyIssuingFailedError,
 } from '../../functions/issue-keys/errors.js';
-import {
-  FakeSecretsManager,
-  type KeyJobHarness,
-  startKeyJobHarness,
-  UNGRANTED,
-} from '../support/key-job-harness.js';
+import { UNGRANTED, useSecretsManagerKeyJobs } from '../support/key-job-harness.js';
 
-const sm = mockClient(SecretsManagerClient);
-const smClient = new SecretsManagerClient({
-  region: 'us-east-1',
-  credentials: { accessKeyId: 'x', secretAccessKey: 'y' },
-});
-let secrets: FakeSecretsManager;
-let h: KeyJobHarness;
+const kj = useSecretsManagerKeyJobs('tvm-test');
 
-beforeEach(async () => {
-  sm.reset();
-  secrets = new FakeSecretsManager(sm);
-  h = await startKeyJobHarness(
-    () => new SecretsManagerKeyVault({ client: smClient, prefix: 'tvm-test' }),
-  );
-});
-afterEach(async () => h.close());
-
-const keysSent = () => h.sent.filter((r) => r.url.endsWith('/keys'));
+const keysSent = () => kj.h.sent.filter((r) => r.url.endsWith('/keys'));
 
 async function record(id: string) {
-  const out = await h.ddb.send(
+  const out = await kj.h.ddb.send(
     new GetItemCommand({
-      TableName: h.table,
+      TableName: kj.h.table,
       Key: { pk: { S: `KEYS#${id}` } },
       ConsistentRead: true,
     }),
@@ -63,13 +40,13 @@ async function rejection<T>(
 describe('provider refusals', () => {
   it('403 is feature_not_enabled: no retry, and the next run starts with a new key', async () => {
     // Prepare
-    h.sim.setOptions({ keyIssuingEnabled: false });
+    kj.h.sim.setOptions({ keyIssuingEnabled: false });
 
     // Act
-    const error = await rejection(h.job().handle({}), KeyIssuingFailedError);
+    const error = await rejection(kj.h.job().handle({}), KeyIssuingFailedError);
     const refused = await record('ba_demo_1');
-    h.sim.setOptions({ keyIssuingEnabled: true });
-    const later = await h.job().handle({});
+    kj.h.sim.setOptions({ keyIssuingEnabled: true });
+    const later = await kj.h.job().handle({});
 
     // Assess
     expect(error.result.failed).toEqual([{ id: 'ba_demo_1', code: 'feature_not_enabled' }]);
@@ -89,12 +66,12 @@ describe('provider refusals', () => {
 
   it('a refused forced reissue leaves the stored keys current', async () => {
     // Prepare
-    await h.job().handle({});
-    h.sim.setOptions({ keyIssuingEnabled: false });
+    await kj.h.job().handle({});
+    kj.h.sim.setOptions({ keyIssuingEnabled: false });
 
     // Act
-    const forced = await h.job().run({ businessApplicationIds: ['ba_demo_1'], force: true });
-    const scheduled = await h.job().run();
+    const forced = await kj.h.job().run({ businessApplicationIds: ['ba_demo_1'], force: true });
+    const scheduled = await kj.h.job().run();
 
     // Assess
     expect(forced.failed).toEqual([{ id: 'ba_demo_1', code: 'feature_not_enabled' }]);
@@ -103,12 +80,12 @@ describe('provider refusals', () => {
       last_error: { S: 'feature_not_enabled' },
     });
     expect(scheduled.skipped).toEqual(['ba_demo_1']);
-    expect(secrets.value('tvm-test/basic-auth/ba_demo_1')).toBe(h.answers[0]?.body);
+    expect(kj.secrets.value('tvm-test/basic-auth/ba_demo_1')).toBe(kj.h.answers[0]?.body);
   });
 
   it('a partial failure fails the invocation after every id was processed', async () => {
     // Prepare
-    const job = h.job({}, { businessApplicationIds: ['ba_demo_1', 'ba_unknown', 'ba_demo_2'] });
+    const job = kj.h.job({}, { businessApplicationIds: ['ba_demo_1', 'ba_unknown', 'ba_demo_2'] });
 
     // Act
     const error = await rejection(job.handle({}), KeyIssuingFailedError);
@@ -122,7 +99,7 @@ describe('provider refusals', () => {
     });
     expect(error.message).toContain('ba_unknown (business_application_not_found)');
     expect(error.stack).toBe(`KeyIssuingFailedError: ${error.message}`);
-    expect(h.sim.stats.keysIssued).toBe(2);
+    expect(kj.h.sim.stats.keysIssued).toBe(2);
     expect(keysSent()).toHaveLength(3);
   });
 });
@@ -130,14 +107,14 @@ describe('provider refusals', () => {
 describe('retries', () => {
   it('429 / 5xx are retried with the same key, then left pending for the next run', async () => {
     // Prepare
-    h.sim.injectKeysFault({ kind: 'status', status: 503 }, 3);
-    const started = h.clock.now();
+    kj.h.sim.injectKeysFault({ kind: 'status', status: 503 }, 3);
+    const started = kj.h.clock.now();
 
     // Act
-    const error = await rejection(h.job({ random: () => 1 }).handle({}), KeyIssuingFailedError);
-    const waited = h.clock.now() - started;
+    const error = await rejection(kj.h.job({ random: () => 1 }).handle({}), KeyIssuingFailedError);
+    const waited = kj.h.clock.now() - started;
     const pending = await record('ba_demo_1');
-    const next = await h.job().handle({});
+    const next = await kj.h.job().handle({});
 
     // Assess
     expect(error.result.failed).toEqual([{ id: 'ba_demo_1', code: 'upstream_unavailable' }]);
@@ -153,24 +130,24 @@ describe('retries', () => {
 
   it('honours a short Retry-After and gives up this run on a long one', async () => {
     // Prepare
-    h.sim.injectKeysFault({ kind: 'status', status: 429, retryAfter: 3 });
-    h.sim.injectKeysFault({ kind: 'status', status: 429, retryAfter: 120 });
-    const before = h.clock.now();
+    kj.h.sim.injectKeysFault({ kind: 'status', status: 429, retryAfter: 3 });
+    kj.h.sim.injectKeysFault({ kind: 'status', status: 429, retryAfter: 120 });
+    const before = kj.h.clock.now();
 
     // Act
-    const result = await h.job().run();
+    const result = await kj.h.job().run();
 
     // Assess
     expect(result.failed).toEqual([{ id: 'ba_demo_1', code: 'upstream_unavailable' }]);
     expect(keysSent()).toHaveLength(2);
-    expect(h.clock.now() - before).toBeGreaterThanOrEqual(3000);
-    expect(h.clock.now() - before).toBeLessThan(120_000);
+    expect(kj.h.clock.now() - before).toBeGreaterThanOrEqual(3000);
+    expect(kj.h.clock.now() - before).toBeLessThan(120_000);
   });
 
   it('a timeout is retried with the same key', async () => {
     // Prepare
-    h.sim.injectKeysFault({ kind: 'hang' });
-    const job = h.job({}, { timeoutMs: 200 });
+    kj.h.sim.injectKeysFault({ kind: 'hang' });
+    const job = kj.h.job({}, { timeoutMs: 200 });
 
     // Act
     const result = await job.run();
@@ -186,10 +163,10 @@ describe('retries', () => {
 describe('the unscoped token', () => {
   it('401: forgets the cached token, fetches a fresh one once and retries', async () => {
     // Prepare: a first run caches the token; 4000 s later it has 3200 s left and is revoked
-    const job = h.job({}, { businessApplicationIds: ['ba_demo_1', 'ba_demo_2'] });
+    const job = kj.h.job({}, { businessApplicationIds: ['ba_demo_1', 'ba_demo_2'] });
     await job.run({ businessApplicationIds: ['ba_demo_1'] });
-    h.clock.advance(4000);
-    h.sim.revokeTokens();
+    kj.h.clock.advance(4000);
+    kj.h.sim.revokeTokens();
 
     // Act
     const result = await job.run({ businessApplicationIds: ['ba_demo_2'] });
@@ -200,16 +177,16 @@ describe('the unscoped token', () => {
     expect(sent).toHaveLength(2);
     expect(sent[1]?.headers.authorization).not.toBe(sent[0]?.headers.authorization);
     expect(sent[1]?.headers['idempotency-key']).toBe(sent[0]?.headers['idempotency-key']);
-    expect(h.sim.stats.tokensIssued).toBe(2);
+    expect(kj.h.sim.stats.tokensIssued).toBe(2);
     expect(job.logger.lines.join('\n')).toContain('"tokenChanged":true');
   });
 
   it('401 for a revoked token with 7200 s left: the retry names it, gets a new token and succeeds', async () => {
     // Regression (fault matrix): the vend cache served the revoked token again,
     // since it had more than any min_ttl left, and the id failed token_rejected.
-    const job = h.job();
-    await h.tokens().getToken();
-    h.sim.revokeTokens();
+    const job = kj.h.job();
+    await kj.h.tokens().getToken();
+    kj.h.sim.revokeTokens();
 
     // Act
     const result = await job.run();
@@ -219,13 +196,13 @@ describe('the unscoped token', () => {
     const sent = keysSent();
     expect(sent).toHaveLength(2);
     expect(sent[1]?.headers.authorization).not.toBe(sent[0]?.headers.authorization);
-    expect(h.sim.stats.tokensIssued).toBe(2);
+    expect(kj.h.sim.stats.tokensIssued).toBe(2);
   });
 
   it('401 again with the refreshed token is token_rejected after exactly one retry', async () => {
     // Prepare: the provider refuses every token for the keys endpoint
-    const job = h.job();
-    h.sim.injectKeysFault({ kind: 'status', status: 401 }, 2);
+    const job = kj.h.job();
+    kj.h.sim.injectKeysFault({ kind: 'status', status: 401 }, 2);
 
     // Act
     const result = await job.run();
@@ -241,7 +218,7 @@ describe('the unscoped token', () => {
 
   it('a token fetch failure fails the id with the client code, before any keys request', async () => {
     // Prepare
-    const job = h.job({ tokens: h.tokens(UNGRANTED) });
+    const job = kj.h.job({ tokens: kj.h.tokens(UNGRANTED) });
 
     // Act
     const result = await job.run();
@@ -255,7 +232,7 @@ describe('the unscoped token', () => {
 describe('requests', () => {
   it('a bad event is invalid_request listing the expected fields, with no stack trace', async () => {
     // Prepare
-    const job = h.job();
+    const job = kj.h.job();
 
     // Act
     const error = await rejection(
@@ -270,12 +247,12 @@ describe('requests', () => {
     expect(error.message).toContain('force: expected boolean');
     expect(error.message).toContain('"businessApplicationIds"?');
     expect(error.stack).not.toMatch(/\n\s+at /);
-    expect(h.sent).toHaveLength(0);
+    expect(kj.h.sent).toHaveLength(0);
   });
 
   it('an id outside the SPEC pattern fails with invalid_request and is never sent', async () => {
     // Prepare
-    const job = h.job({}, { businessApplicationIds: ['../etc', 'ba_demo_1'] });
+    const job = kj.h.job({}, { businessApplicationIds: ['../etc', 'ba_demo_1'] });
 
     // Act
     const result = await job.run();
@@ -291,16 +268,16 @@ describe('requests', () => {
 
   it('ids after the deadline are not started', async () => {
     // Prepare
-    const job = h.job({}, { businessApplicationIds: ['ba_demo_1', 'ba_demo_2'] });
+    const job = kj.h.job({}, { businessApplicationIds: ['ba_demo_1', 'ba_demo_2'] });
 
     // Act
-    const result = await job.run({ deadlineMs: h.clock.now() - 1 });
+    const result = await job.run({ deadlineMs: kj.h.clock.now() - 1 });
 
     // Assess
     expect(result.failed).toEqual([
       { id: 'ba_demo_1', code: 'not_attempted' },
       { id: 'ba_demo_2', code: 'not_attempted' },
     ]);
-    expect(h.sent).toHaveLength(0);
+    expect(kj.h.sent).toHaveLength(0);
   });
 });

@@ -5,50 +5,25 @@
  * aws-sdk-client-mock. Time is a test clock: backoff never really waits.
  */
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
-import {
-  CreateSecretCommand,
-  PutSecretValueCommand,
-  SecretsManagerClient,
-} from '@aws-sdk/client-secrets-manager';
-import { mockClient } from 'aws-sdk-client-mock';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { SecretsManagerKeyVault } from '../../functions/adapters/secrets-manager-key-vault.js';
+import { CreateSecretCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
+import { describe, expect, it } from 'vitest';
 import { KeyIssuingFailedError } from '../../functions/issue-keys/errors.js';
-import {
-  FakeSecretsManager,
-  type KeyJobHarness,
-  startKeyJobHarness,
-} from '../support/key-job-harness.js';
+import { useSecretsManagerKeyJobs } from '../support/key-job-harness.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const PREFIX = 'tvm-test';
 const secretName = (id: string) => `${PREFIX}/basic-auth/${id}`;
 
-const sm = mockClient(SecretsManagerClient);
-const smClient = new SecretsManagerClient({
-  region: 'us-east-1',
-  credentials: { accessKeyId: 'x', secretAccessKey: 'y' },
-});
-let secrets: FakeSecretsManager;
-let h: KeyJobHarness;
-
-beforeEach(async () => {
-  sm.reset();
-  secrets = new FakeSecretsManager(sm);
-  h = await startKeyJobHarness(
-    () => new SecretsManagerKeyVault({ client: smClient, prefix: PREFIX }),
-  );
-});
-afterEach(async () => h.close());
+const kj = useSecretsManagerKeyJobs(PREFIX);
 
 const keysSent = (id?: string) =>
-  h.sent.filter((r) => r.url.endsWith(id === undefined ? '/keys' : `/${id}/keys`));
+  kj.h.sent.filter((r) => r.url.endsWith(id === undefined ? '/keys' : `/${id}/keys`));
 const idempotencyKeys = (id?: string) => keysSent(id).map((r) => r.headers['idempotency-key']);
 
 async function record(id: string) {
-  const out = await h.ddb.send(
+  const out = await kj.h.ddb.send(
     new GetItemCommand({
-      TableName: h.table,
+      TableName: kj.h.table,
       Key: { pk: { S: `KEYS#${id}` } },
       ConsistentRead: true,
     }),
@@ -68,7 +43,7 @@ async function failure(promise: Promise<unknown>): Promise<KeyIssuingFailedError
 describe('issuing', () => {
   it('first issue: one POST with the unscoped token and a UUID key, the answer stored whole', async () => {
     // Prepare
-    const job = h.job();
+    const job = kj.h.job();
 
     // Act
     const result = await job.handle({});
@@ -78,7 +53,7 @@ describe('issuing', () => {
     const [request] = keysSent();
     expect(keysSent()).toHaveLength(1);
     expect(request).toMatchObject({
-      url: `${h.sim.url}/partner/v1/basic_auth/business_applications/ba_demo_1/keys`,
+      url: `${kj.h.sim.url}/partner/v1/basic_auth/business_applications/ba_demo_1/keys`,
       method: 'POST',
       redirect: 'error',
     });
@@ -87,12 +62,12 @@ describe('issuing', () => {
     expect(request?.headers.accept).toBe('application/json');
     expect(request?.headers['content-type']).toBeUndefined();
     expect(request?.body).toBeUndefined();
-    expect(h.sim.stats.tokenRequestsByScope).toEqual({ '': 1 });
+    expect(kj.h.sim.stats.tokenRequestsByScope).toEqual({ '': 1 });
     // Stored byte for byte, under the idempotency key as ClientRequestToken.
-    const answer = h.answers[0];
+    const answer = kj.h.answers[0];
     expect(answer?.status).toBe(201);
-    expect(secrets.value(secretName('ba_demo_1'))).toBe(answer?.body);
-    expect(sm.commandCalls(CreateSecretCommand)[0]?.args[0].input).toMatchObject({
+    expect(kj.secrets.value(secretName('ba_demo_1'))).toBe(answer?.body);
+    expect(kj.sm.commandCalls(CreateSecretCommand)[0]?.args[0].input).toMatchObject({
       Name: secretName('ba_demo_1'),
       ClientRequestToken: request?.headers['idempotency-key'],
       SecretString: answer?.body,
@@ -116,43 +91,43 @@ describe('issuing', () => {
     ]) {
       expect(item[gone]).toBeUndefined();
     }
-    expect(Number(item.stored_at?.N)).toBe(Math.floor(h.clock.now() / 1000));
+    expect(Number(item.stored_at?.N)).toBe(Math.floor(kj.h.clock.now() / 1000));
     expect(job.metrics).toEqual(['KeyIssuingRuns', 'KeysEndpointRequests', 'KeysIssued']);
   });
 
   it('skips an id whose keys are stored, without calling the provider', async () => {
     // Prepare
-    await h.job().handle({});
+    await kj.h.job().handle({});
 
     // Act
-    const result = await h.job().handle({});
+    const result = await kj.h.job().handle({});
 
     // Assess
     expect(result).toEqual({ issued: [], skipped: ['ba_demo_1'], failed: [] });
     expect(keysSent()).toHaveLength(1);
-    expect(h.sim.stats.keysIssued).toBe(1);
+    expect(kj.h.sim.stats.keysIssued).toBe(1);
   });
 
   it('a forced reissue uses a new Idempotency-Key and puts a new secret version', async () => {
     // Prepare
-    await h.job().handle({});
+    await kj.h.job().handle({});
 
     // Act
-    const result = await h.job().handle({ businessApplicationIds: ['ba_demo_1'], force: true });
+    const result = await kj.h.job().handle({ businessApplicationIds: ['ba_demo_1'], force: true });
 
     // Assess
     expect(result).toEqual({ issued: ['ba_demo_1'], skipped: [], failed: [] });
     const [first, second] = idempotencyKeys();
     expect(second).toMatch(UUID);
     expect(second).not.toBe(first);
-    expect(h.sim.stats.keysIssued).toBe(2);
-    expect(sm.commandCalls(PutSecretValueCommand)[0]?.args[0].input).toMatchObject({
+    expect(kj.h.sim.stats.keysIssued).toBe(2);
+    expect(kj.sm.commandCalls(PutSecretValueCommand)[0]?.args[0].input).toMatchObject({
       SecretId: secretName('ba_demo_1'),
       ClientRequestToken: second,
-      SecretString: h.answers[1]?.body,
+      SecretString: kj.h.answers[1]?.body,
     });
-    expect(secrets.value(secretName('ba_demo_1'))).toBe(h.answers[1]?.body);
-    expect(h.answers[1]?.body).not.toBe(h.answers[0]?.body);
+    expect(kj.secrets.value(secretName('ba_demo_1'))).toBe(kj.h.answers[1]?.body);
+    expect(kj.h.answers[1]?.body).not.toBe(kj.h.answers[0]?.body);
     expect(await record('ba_demo_1')).toMatchObject({
       issue_count: { N: '2' },
       secret_version: { S: second },
@@ -161,7 +136,7 @@ describe('issuing', () => {
 
   it('sends KEY_ISSUE_REQUEST_BODY as JSON when configured', async () => {
     // Prepare
-    const job = h.job({}, { requestBody: '{"label": "checkout"}' });
+    const job = kj.h.job({}, { requestBody: '{"label": "checkout"}' });
 
     // Act
     await job.handle({});
@@ -173,32 +148,32 @@ describe('issuing', () => {
 
   it('percent-encodes the id as one path segment', async () => {
     // Prepare
-    h.sim.setOptions({ allowedScopes: ['ba:demo.1'] });
+    kj.h.sim.setOptions({ allowedScopes: ['ba:demo.1'] });
 
     // Act
-    const result = await h.job().run({ businessApplicationIds: ['ba:demo.1'] });
+    const result = await kj.h.job().run({ businessApplicationIds: ['ba:demo.1'] });
 
     // Assess
     expect(result.issued).toEqual(['ba:demo.1']);
     expect(keysSent()[0]?.url).toBe(
-      `${h.sim.url}/partner/v1/basic_auth/business_applications/ba%3Ademo.1/keys`,
+      `${kj.h.sim.url}/partner/v1/basic_auth/business_applications/ba%3Ademo.1/keys`,
     );
-    expect(secrets.value(`${PREFIX}/basic-auth/ba@demo.1`)).toBe(h.answers[0]?.body);
+    expect(kj.secrets.value(`${PREFIX}/basic-auth/ba@demo.1`)).toBe(kj.h.answers[0]?.body);
   });
 });
 
 describe('never losing what the provider issued', () => {
   it('a 500, then success, with the same Idempotency-Key', async () => {
     // Prepare
-    h.sim.injectKeysFault({ kind: 'status', status: 500 });
-    const job = h.job();
+    kj.h.sim.injectKeysFault({ kind: 'status', status: 500 });
+    const job = kj.h.job();
 
     // Act
     const result = await job.handle({});
 
     // Assess
     expect(result.issued).toEqual(['ba_demo_1']);
-    const keys = h.sim.requests.filter((r) => r.endpoint === 'keys');
+    const keys = kj.h.sim.requests.filter((r) => r.endpoint === 'keys');
     expect(keys.map((r) => r.status)).toEqual([500, 201]);
     expect(new Set(keys.map((r) => r.idempotencyKey)).size).toBe(1);
     expect(keys[0]?.idempotencyKey).toMatch(UUID);
@@ -208,36 +183,36 @@ describe('never losing what the provider issued', () => {
 
   it('an answer lost after the provider committed: one key set, stored once', async () => {
     // Prepare
-    h.sim.injectKeysFault({ kind: 'dropAfterCommit' });
+    kj.h.sim.injectKeysFault({ kind: 'dropAfterCommit' });
 
     // Act
-    const result = await h.job().handle({});
+    const result = await kj.h.job().handle({});
 
     // Assess
     expect(result.issued).toEqual(['ba_demo_1']);
-    expect(h.sim.stats.keysIssued).toBe(1);
-    const keys = h.sim.requests.filter((r) => r.endpoint === 'keys');
+    expect(kj.h.sim.stats.keysIssued).toBe(1);
+    const keys = kj.h.sim.requests.filter((r) => r.endpoint === 'keys');
     expect(keys).toMatchObject([
       { status: 0, fault: 'dropAfterCommit' },
       { status: 201, idempotencyKey: keys[0]?.idempotencyKey },
     ]);
-    expect(sm.commandCalls(CreateSecretCommand)).toHaveLength(1);
-    expect(sm.commandCalls(PutSecretValueCommand)).toHaveLength(0);
-    expect(secrets.secrets.get(secretName('ba_demo_1'))?.versions.size).toBe(1);
+    expect(kj.sm.commandCalls(CreateSecretCommand)).toHaveLength(1);
+    expect(kj.sm.commandCalls(PutSecretValueCommand)).toHaveLength(0);
+    expect(kj.secrets.secrets.get(secretName('ba_demo_1'))?.versions.size).toBe(1);
     // The answer received is the provider's replay of the committed (first and only) key set.
-    expect(h.answers).toMatchObject([{ status: 201, replayed: true }]);
-    expect(secrets.value(secretName('ba_demo_1'))).toBe(h.answers[0]?.body);
+    expect(kj.h.answers).toMatchObject([{ status: 201, replayed: true }]);
+    expect(kj.secrets.value(secretName('ba_demo_1'))).toBe(kj.h.answers[0]?.body);
   });
 
   it('a Secrets Manager failure keeps the answer sealed; the next run stores it without the provider', async () => {
     // Prepare
-    secrets.failures = 1;
-    const first = h.job();
+    kj.secrets.failures = 1;
+    const first = kj.h.job();
 
     // Act
     const error = await failure(first.handle({}));
     const pending = await record('ba_demo_1');
-    const second = h.job();
+    const second = kj.h.job();
     const result = await second.handle({});
 
     // Assess
@@ -251,9 +226,9 @@ describe('never losing what the provider issued', () => {
     });
     expect(pending.sealed_response?.B).toBeInstanceOf(Uint8Array);
     expect(result).toEqual({ issued: ['ba_demo_1'], skipped: [], failed: [] });
-    expect(h.sim.stats.keyRequests).toBe(1);
-    expect(secrets.value(secretName('ba_demo_1'))).toBe(h.answers[0]?.body);
-    expect(sm.commandCalls(CreateSecretCommand).at(-1)?.args[0].input.ClientRequestToken).toBe(
+    expect(kj.h.sim.stats.keyRequests).toBe(1);
+    expect(kj.secrets.value(secretName('ba_demo_1'))).toBe(kj.h.answers[0]?.body);
+    expect(kj.sm.commandCalls(CreateSecretCommand).at(-1)?.args[0].input.ClientRequestToken).toBe(
       idempotencyKeys()[0],
     );
     const done = await record('ba_demo_1');
@@ -274,7 +249,7 @@ describe('never losing what the provider issued', () => {
       release = resolve;
     });
     let holding = true;
-    h.gate = async (request) => {
+    kj.h.gate = async (request) => {
       if (!request.url.endsWith('/keys') || !holding) return;
       holding = false;
       arrived();
@@ -282,9 +257,9 @@ describe('never losing what the provider issued', () => {
     };
 
     // Act
-    const a = h.job().run();
+    const a = kj.h.job().run();
     await reached;
-    const b = await h.job().run();
+    const b = await kj.h.job().run();
     release();
     const resultA = await a;
 
@@ -295,16 +270,16 @@ describe('never losing what the provider issued', () => {
       skipped: [],
       failed: [{ id: 'ba_demo_1', code: 'job_in_progress' }],
     });
-    expect(h.sim.stats.keyRequests).toBe(1);
-    expect(h.sim.stats.keysIssued).toBe(1);
+    expect(kj.h.sim.stats.keyRequests).toBe(1);
+    expect(kj.h.sim.stats.keysIssued).toBe(1);
   });
 
   it('takes over a lease that ran out, and leaves a live one alone', async () => {
     // Prepare
-    const now = h.clock.now();
-    await h.store.acquire('ba_demo_1', 'dead-run', now - 120_000, now - 60_000);
-    await h.store.acquire('ba_demo_2', 'live-run', now, now + 60_000);
-    const job = h.job({}, { businessApplicationIds: ['ba_demo_1', 'ba_demo_2'] });
+    const now = kj.h.clock.now();
+    await kj.h.store.acquire('ba_demo_1', 'dead-run', now - 120_000, now - 60_000);
+    await kj.h.store.acquire('ba_demo_2', 'live-run', now, now + 60_000);
+    const job = kj.h.job({}, { businessApplicationIds: ['ba_demo_1', 'ba_demo_2'] });
 
     // Act
     const result = await job.run();

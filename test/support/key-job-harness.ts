@@ -11,12 +11,14 @@ import {
   InternalServiceError,
   PutSecretValueCommand,
   ResourceExistsException,
-  type SecretsManagerClient,
+  SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
-import type { AwsClientStub } from 'aws-sdk-client-mock';
+import { type AwsClientStub, mockClient } from 'aws-sdk-client-mock';
+import { afterEach, beforeEach } from 'vitest';
 import { TokenVendingClient } from '../../client/index.js';
 import { DynamoDbKeyJobStore } from '../../functions/adapters/dynamodb-key-job-store.js';
 import { AesGcmSealer } from '../../functions/adapters/sealers.js';
+import { SecretsManagerKeyVault } from '../../functions/adapters/secrets-manager-key-vault.js';
 import type { CoreLogger } from '../../functions/core/token-service-types.js';
 import {
   createKeyIssuingJob,
@@ -238,4 +240,28 @@ export async function startKeyJobHarness(
     },
   };
   return harness;
+}
+
+/**
+ * Per test: a harness whose vault is Secrets Manager under `prefix`, its API
+ * answered by a stateful FakeSecretsManager over aws-sdk-client-mock.
+ */
+export function useSecretsManagerKeyJobs(prefix: string): {
+  readonly h: KeyJobHarness;
+  readonly secrets: FakeSecretsManager;
+  readonly sm: AwsClientStub<SecretsManagerClient>;
+} {
+  const sm = mockClient(SecretsManagerClient);
+  const client = new SecretsManagerClient({
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'x', secretAccessKey: 'y' },
+  });
+  const world = { sm } as { h: KeyJobHarness; secrets: FakeSecretsManager; sm: typeof sm };
+  beforeEach(async () => {
+    sm.reset();
+    world.secrets = new FakeSecretsManager(sm);
+    world.h = await startKeyJobHarness(() => new SecretsManagerKeyVault({ client, prefix }));
+  });
+  afterEach(async () => world.h.close());
+  return world;
 }
