@@ -32,11 +32,15 @@ export interface TokenVendingClientOptions {
   readonly credentials?: AwsCredentials | AwsCredentialsProvider;
   /** Default: the global `fetch`. */
   readonly fetch?: FetchFunction;
-  /** Time allowed for one request, answer body included. Default 10000. */
+  /**
+   * Time allowed for one request, answer body included. Default 30000: the vend
+   * function's own timeout, which its slowest successful answer (about 23 s,
+   * when a lease holder died mid-refresh) stays within.
+   */
   readonly timeoutMs?: number;
   /** Retries of a 503 or 429 answer. Default 2. */
   readonly maxRetries?: number;
-  /** Longest total time spent on one `getToken`, waits between retries included. Default 10000. */
+  /** Longest total time spent on one `getToken`, waits between retries included. Default 30000. */
   readonly retryBudgetMs?: number;
   /** Default: real time. */
   readonly clock?: ClientClock;

@@ -9,6 +9,7 @@
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_TIMEOUT_MS } from '../../client/token-vending-client.js';
 import { EnvReader, readVendSettings } from '../../functions/core/config.js';
 import { readKeyIssuingSettings } from '../../functions/issue-keys/config.js';
 import { createAwsRuntime } from '../../functions/vend-token/aws-runtime.js';
@@ -124,6 +125,12 @@ describe('the example stage', () => {
         });
       },
     );
+
+    it("gives the client library's default timeout as long as the vend function may answer", () => {
+      const vendTimeout = template.toJSON().Resources[functionId(template, VEND)].Properties
+        .Timeout as number;
+      expect(DEFAULT_TIMEOUT_MS).toBeGreaterThanOrEqual(vendTimeout * 1000);
+    });
 
     it('keeps the issue-keys timeout clear of the 75 s the job reserves, and the admin waiting longer', () => {
       const timeout = (name: string) =>

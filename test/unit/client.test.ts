@@ -495,6 +495,28 @@ describe('errors', () => {
     expect(error).toMatchObject({ code: 'timeout', status: 0 });
   });
 
+  it('receives a vend as slow as a dead lease holder makes it, with the default timeout', async () => {
+    // Regression: the default timeout was 10 s, but a vend that waits 13 s on
+    // another instance's refresh and then mints answers after about 23 s.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const clock = fakeClock();
+      const slow = () =>
+        new Promise<Response>((resolve) => {
+          setTimeout(() => resolve(tokenAnswer(clock)), 25_000);
+        });
+      const { fetch, sent } = scriptedFetch(slow);
+      const pending = client(fetch, clock).getToken();
+      while (sent.length === 0) await new Promise((resolve) => setImmediate(resolve));
+      await vi.advanceTimersByTimeAsync(25_000);
+
+      await expect(pending).resolves.toMatchObject({ accessToken: SECRET_TOKEN });
+      expect(sent).toHaveLength(1);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('times out even when the fetch ignores the abort signal', async () => {
     // Regression: the deadline used to rely on fetch honouring AbortSignal.
     const clock = fakeClock();
@@ -676,7 +698,7 @@ describe('retries', () => {
     const late = scriptedFetch(throttled({ 'retry-after': '20' }));
     const none = scriptedFetch(throttled());
 
-    const lateError = await caught(client(late.fetch, clock).getToken());
+    const lateError = await caught(client(late.fetch, clock, { retryBudgetMs: 10_000 }).getToken());
     const noneError = await caught(client(none.fetch, clock, { maxRetries: 0 }).getToken());
 
     expect([lateError.code, noneError.code]).toEqual(['throttled', 'throttled']);
@@ -699,7 +721,7 @@ describe('retries', () => {
     const clock = fakeClock();
     const { fetch, sent } = scriptedFetch(unavailable('6'), unavailable('6'));
 
-    const error = await caught(client(fetch, clock).getToken());
+    const error = await caught(client(fetch, clock, { retryBudgetMs: 10_000 }).getToken());
 
     expect(error.retryAfter).toBe(6);
     expect(sent).toHaveLength(2);
