@@ -211,6 +211,7 @@ export class TokenService {
   ): Promise<Lookup> {
     const item = await this.#deps.store.get(key);
     const readAtMs = this.#deps.clock.now();
+    this.#useMarks.seen(key, item);
     const view = await this.#items.view(item, known);
     // A token the caller reports as revoked is treated as absent: replaced under the lease.
     const reported = view.token !== undefined && isRevoked(view.token, revoked, this.#now());

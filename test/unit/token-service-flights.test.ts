@@ -119,6 +119,71 @@ describe('in-use tracking', () => {
     expect(t.store.items.get('TOKEN#ba_1')?.lastUsedAt).toBe(Math.floor(t.clock.now() / 1000));
   });
 
+  it("counts another instance's recent mark as its own: sparse vends over fresh instances cost one store call each", async () => {
+    // Prepare: instance a mints and marks the scope
+    const t = setup();
+    await t.a.getToken('ba_1', 300);
+    const firstMark = t.store.items.get('TOKEN#ba_1')?.lastUsedAt ?? Number.NaN;
+    const vendOnFreshInstance = async (name: string): Promise<number> => {
+      const before = t.store.calls;
+      await t.instance(name).getToken('ba_1', 300);
+      return t.store.calls - before;
+    };
+
+    // Act: a vend every 10 s, each on a fresh instance, until 3 minutes after the mark
+    const calls: number[] = [];
+    for (let i = 1; i <= 18; i++) {
+      t.clock.advance(10);
+      calls.push(await vendOnFreshInstance(`fresh-${i}`));
+    }
+
+    // Assess: a read each; the mark is renewed once it is 3 minutes old
+    expect(calls).toEqual([...Array(17).fill(1), 2]);
+    expect(t.store.items.get('TOKEN#ba_1')?.lastUsedAt).toBe(firstMark + 180);
+  });
+
+  it('renews a mark older than the stored token: the refresh reads it as "not vended since this token was minted"', async () => {
+    // Prepare: a marks tok-1; a minute later a forced refresh stores tok-2
+    const t = setup();
+    await t.a.getToken('ba_1', 300);
+    t.clock.advance(60);
+    await t.a.refresh('ba_1');
+    const before = t.store.calls;
+
+    // Act
+    const result = await t.b.getToken('ba_1', 300);
+
+    // Assess: b reads tok-2 and marks it, though the old mark is only a minute old
+    const item = t.store.items.get('TOKEN#ba_1');
+    expect(result.token.accessToken).toBe('tok-2');
+    expect(t.store.calls - before).toBe(2);
+    expect(item?.lastUsedAt).toBeGreaterThanOrEqual(
+      item?.token?.issuedAt ?? Number.POSITIVE_INFINITY,
+    );
+  });
+
+  it('a failed mark still counts for this instance: reading the older mark does not bring the next write forward', async () => {
+    // Prepare: a marks at t0; its next mark, at t0 + 180, fails
+    const t = setup();
+    await t.a.getToken('ba_1', 300);
+    const markUsed = t.store.markUsed.bind(t.store);
+    const attempts: number[] = [];
+    t.store.markUsed = async (pk, at) => {
+      attempts.push(at);
+      if (attempts.length === 1) throw new Error('DynamoDB UpdateItem failed (TimeoutError)');
+      return markUsed(pk, at);
+    };
+    t.clock.advance(180);
+    await t.a.getToken('ba_1', 300);
+
+    // Act: 90 s later its L1 entry (60 s at most) is gone, so a reads the item (mark still t0)
+    t.clock.advance(90);
+    await t.a.getToken('ba_1', 300);
+
+    // Assess: no second attempt until 3 minutes after the failed one
+    expect(attempts).toHaveLength(1);
+  });
+
   it('a failed mark never fails the vend', async () => {
     const t = setup();
     t.store.markUsed = async () => {
