@@ -23,6 +23,8 @@ import { coldStampede, latency, PROVIDER_LATENCY_MS, simulatedDay } from './work
 import { SCOPES, startWorld } from './world.js';
 
 const HERE = import.meta.dirname;
+/** Requests of each variant's discarded warm-up stampede. */
+const WARM_UP_REQUESTS = 200;
 
 function cpuModel(): string {
   try {
@@ -48,6 +50,11 @@ async function main(): Promise<number> {
   const world = await startWorld();
   const variants = {} as Record<VariantName, VariantResults>;
   try {
+    // Discarded warm-up of every variant, so the first one measured does not
+    // alone pay DynamoDB Local's JVM warming up (it doubled the first
+    // variant's cold-stampede latency) or Node compiling the shared code.
+    for (const name of VARIANTS) await coldStampede(world, name, SCOPES, WARM_UP_REQUESTS);
+    log('bench: warm-up done');
     for (const name of VARIANTS) {
       const t = performance.now();
       const stampedeOne = await coldStampede(world, name, SCOPES.slice(0, 1), 500);

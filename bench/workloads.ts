@@ -34,6 +34,8 @@ export interface RunResult {
   readonly latency: Summary;
   /** Vends by how they were served. */
   readonly served: Record<string, number>;
+  /** Latency by how the vend was served: e.g. the callers that minted against those that waited. */
+  readonly latencyByServed: Record<string, Summary>;
   /** Vends served a token that was expired, short of min_ttl, or of another scope. */
   readonly badTokens: number;
 }
@@ -99,6 +101,12 @@ function summarizeRun(
     dynamoCallsPerVend: variant.vendDynamoCalls() / records.length,
     latency: summarize(records.map((r) => r.ms)),
     served: tally(records, (r) => r.label),
+    latencyByServed: Object.fromEntries(
+      [...new Set(records.map((r) => r.label))].map((label) => [
+        label,
+        summarize(records.filter((r) => r.label === label).map((r) => r.ms)),
+      ]),
+    ),
     badTokens,
   };
 }

@@ -19,6 +19,7 @@ function run(mints: number, overrides: Partial<VariantResults['day']> = {}) {
     dynamoCallsPerVend: 0.5,
     latency: latency(2),
     served: { l2: 500 },
+    latencyByServed: { l2: latency(2) },
     badTokens: 0,
     scopes: 1,
     requestsPerScope: 500,
