@@ -4,7 +4,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { KMSClient } from '@aws-sdk/client-kms';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { Context } from 'aws-lambda';
-import { TokenVendingClient } from '../../client/index.js';
+import { DEFAULT_TIMEOUT_MS, TokenVendingClient } from '../../client/index.js';
 import { DynamoDbKeyJobStore } from '../adapters/dynamodb-key-job-store.js';
 import { KmsEnvelopeSealer } from '../adapters/kms-envelope-sealer.js';
 import {
@@ -15,6 +15,7 @@ import { EnvReader } from '../core/config.js';
 import { readKeyIssuingSettings } from './config.js';
 import type { KeyIssuingResult } from './errors.js';
 import { createKeyIssuingJob, DEFAULT_LEASE_MS } from './job.js';
+import { longestKeysRequestMs } from './keys-request.js';
 
 // Thin wiring: configuration is read and checked once at start; a missing or
 // invalid variable stops the function with one message naming every problem.
@@ -54,8 +55,12 @@ const job = createKeyIssuingJob(
   },
 );
 
-/** Time kept back at the end of an invocation: no id is started within it. */
-const RESERVE_MS = DEFAULT_LEASE_MS + 15_000;
+/**
+ * Time kept back at the end of an invocation: no id is started within it, so
+ * the last id started ends before the function's timeout (its lease would
+ * otherwise hold the id until it ran out).
+ */
+const RESERVE_MS = Math.max(DEFAULT_LEASE_MS, longestKeysRequestMs(DEFAULT_TIMEOUT_MS)) + 15_000;
 
 /**
  * Event: `{}` (the schedule: every configured id) or

@@ -59,6 +59,18 @@ export const KEYS_REQUEST_DEFAULTS = {
 } as const;
 
 /**
+ * The longest one id's keys request takes with the defaults and a token
+ * source that answers within `tokenTimeoutMs` (the client library's timeout):
+ * the token, a 401, a fresh token, then every attempt timing out with the
+ * longest wait between them.
+ */
+export function longestKeysRequestMs(tokenTimeoutMs: number): number {
+  const d = KEYS_REQUEST_DEFAULTS;
+  const attempts = 1 + d.maxRetries + 1; // the retries, and the attempt after a 401
+  return 2 * tokenTimeoutMs + attempts * d.timeoutMs + d.maxRetries * d.maxRetryAfterMs;
+}
+
+/**
  * Returns the provider's 2xx answer, or throws: a KeysEndpointError (its code is
  * the id's failure code), a TokenVendingError from the token fetch, or whatever
  * `beforeAttempt` throws.
