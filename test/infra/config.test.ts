@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import {
   StageConfigError,
@@ -7,6 +8,7 @@ import {
 } from '../../infra/config.js';
 import { example } from '../../infra/stages/example.js';
 import { DEFAULT_STAGE, stages } from '../../infra/stages/index.js';
+import { CDK_JSON_CONTEXT } from '../support/infra.js';
 
 /** The problems a configuration is rejected with (and that it is rejected at all). */
 function problemsOf(input: unknown): readonly string[] {
@@ -208,5 +210,16 @@ describe('selectStage', () => {
     expect(() => selectStage(misfiled, 'prod', 'prod')).toThrow(
       'its stage field is "example"; register it under that name',
     );
+  });
+});
+
+describe('cdk.json', () => {
+  it('sets every feature flag the installed aws-cdk-lib recommends, so synth builds on current defaults', () => {
+    // Regression: with none set, `npm run synth` warned "85 feature flags are
+    // not configured" and built on defaults kept only for old apps.
+    const recommended = createRequire(import.meta.url)(
+      'aws-cdk-lib/recommended-feature-flags.json',
+    );
+    expect(CDK_JSON_CONTEXT).toMatchObject(recommended);
   });
 });

@@ -1,8 +1,10 @@
 /**
- * Builds the token vending stack for infra tests and reads its template.
+ * Builds the token vending stack for infra tests and reads its template, with
+ * the context `cdk.json` gives `npm run synth` (the feature flags).
  * Bundling is off unless asked (context `aws:cdk:bundling-stacks: []`), and so
  * is the CloudFormation schema check, which only the nag test needs.
  */
+import { readFileSync } from 'node:fs';
 import { App, Validations } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
@@ -19,6 +21,11 @@ export const REFRESH = 'token-vending-example-refresh';
 export const ISSUE_KEYS = 'token-vending-example-issue-keys';
 export const ADMIN = 'token-vending-example-admin';
 export const FUNCTIONS = [VEND, REFRESH, ISSUE_KEYS, ADMIN];
+
+/** The context in `cdk.json`: what the CDK CLI passes to `infra/app.ts`. */
+export const CDK_JSON_CONTEXT: Record<string, unknown> = JSON.parse(
+  readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8'),
+).context;
 
 export interface Built {
   readonly app: App;
@@ -37,7 +44,10 @@ export function buildStack(
   options: { bundling?: boolean; nag?: boolean; outdir?: string } = {},
 ): { app: App; stack: TokenVendingStack } {
   const app = new App({
-    context: { 'aws:cdk:bundling-stacks': options.bundling ? ['**'] : [] },
+    context: {
+      ...CDK_JSON_CONTEXT,
+      'aws:cdk:bundling-stacks': options.bundling ? ['**'] : [],
+    },
     builtinCloudFormationValidation: options.nag === true,
     ...(options.outdir === undefined ? {} : { outdir: options.outdir }),
   });
