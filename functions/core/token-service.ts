@@ -106,7 +106,9 @@ export class TokenService {
     const key = tokenKey(scope);
     const result = await this.#getToken(key, scope, minTtl, revoked);
     // No mark while DynamoDB fails: it would only add a timeout to the vend.
-    if (!result.outcome.degraded) await this.#useMarks.note(key, this.#now());
+    if (!result.outcome.degraded) {
+      await this.#useMarks.note(key, this.#now(), result.token.issuedAt);
+    }
     return result;
   }
 

@@ -1,6 +1,7 @@
 import { vi } from 'vitest';
 import { StaticCredentials } from '../../functions/adapters/credentials.js';
 import { AesGcmSealer } from '../../functions/adapters/sealers.js';
+import type { Clock } from '../../functions/core/clock.js';
 import { CredentialsUnavailableError } from '../../functions/core/errors.js';
 import type { CredentialsSource, ProviderCredentials } from '../../functions/core/ports.js';
 import type { TokenGrant } from '../../functions/core/provider-client.js';
@@ -42,14 +43,19 @@ export function setup(options: { config?: TokenServiceConfig; expiresIn?: number
   const credentials = new StaticCredentials(CREDS);
   const provider = fakeProvider(options.expiresIn);
   const logger = { info: vi.fn(), warn: vi.fn(), error: vi.fn() };
-  const instance = (id: string, source: CredentialsSource = credentials, mint = provider.mint) =>
+  const instance = (
+    id: string,
+    source: CredentialsSource = credentials,
+    mint = provider.mint,
+    instanceClock: Clock = clock,
+  ) =>
     new TokenService(
       {
         store,
         sealer,
         credentials: source,
         mint,
-        clock,
+        clock: instanceClock,
         random: () => 0.5,
         logger,
         instanceId: id,

@@ -1,4 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { fingerprint } from '../../functions/core/fingerprint.js';
+import { REVOCATION_MIN_AGE_SECONDS } from '../../functions/core/token-service.js';
+import { isInUse } from '../../functions/refresh/in-use.js';
+import { SkewedClock } from '../support/fleet.js';
 import { setup, storeToken } from '../support/token-service-fixture.js';
 
 /** min_ttl values spread over the whole allowed range, as many callers would ask. */
@@ -182,6 +186,70 @@ describe('in-use tracking', () => {
 
     // Assess: no second attempt until 3 minutes after the failed one
     expect(attempts).toHaveLength(1);
+  });
+
+  describe('the token a vend serves is marked, whoever marked the scope just before', () => {
+    // Regression: a mark read from the item (or made here) less than 3 minutes
+    // ago stopped the vend from marking, even when it served a newer token than
+    // that mark covered. The refresh then found the new token "not vended since
+    // it was minted" and, once the window passed, let it run out: a caller that
+    // comes back once per token waited on the provider.
+    const inUseAfterTheWindow = (t: ReturnType<typeof setup>) => {
+      const item = t.store.items.get('TOKEN#ba_1');
+      if (!item) throw new Error('no item');
+      return isInUse(item, Math.floor(t.clock.now() / 1000) + 3601, 3600);
+    };
+
+    it('when the caller reported the old token revoked and the vend minted a new one', async () => {
+      const t = setup();
+      await t.a.getToken('ba_1', 300);
+      t.clock.advance(REVOCATION_MIN_AGE_SECONDS);
+
+      const result = await t.b.getToken('ba_1', 300, fingerprint('tok-1'));
+
+      expect(result.token.accessToken).toBe('tok-2');
+      expect(inUseAfterTheWindow(t)).toBe(true);
+    });
+
+    it('when an operator refresh replaced the token this instance marked a minute before', async () => {
+      const t = setup();
+      await t.a.getToken('ba_1', 300);
+      t.clock.advance(60);
+      await t.instance('operator').refresh('ba_1');
+      t.clock.advance(61); // a's L1 entry (60 s at most) is gone
+
+      const result = await t.a.getToken('ba_1', 300);
+
+      expect(result.token.accessToken).toBe('tok-2');
+      expect(inUseAfterTheWindow(t)).toBe(true);
+    });
+
+    it('when its clock lags the instance that minted, with one write, not one per vend', async () => {
+      // The mint is dated by a clock 30 s ahead; this instance's clock is 30 s behind.
+      const t = setup();
+      const ahead = t.instance(
+        'ahead',
+        t.credentials,
+        t.provider.mint,
+        new SkewedClock(t.clock, 30_000),
+      );
+      const lagging = t.instance(
+        'lagging',
+        t.credentials,
+        t.provider.mint,
+        new SkewedClock(t.clock, -30_000),
+      );
+      await ahead.refresh('ba_1');
+      const before = t.store.calls;
+
+      for (let i = 0; i < 5; i++) {
+        await lagging.getToken('ba_1', 300);
+        t.clock.advance(5);
+      }
+
+      expect(inUseAfterTheWindow(t)).toBe(true);
+      expect(t.store.calls - before).toBe(2); // one read, one mark
+    });
   });
 
   it('a failed mark never fails the vend', async () => {
