@@ -18,12 +18,13 @@ import { MAX_MIN_TTL, SCOPE_PATTERN } from './vend-api.js';
 
 export const DEFAULT_MIN_TTL = 300;
 /**
- * The vend function's own timeout (30 s). Its longest answer that still
- * succeeds comes within it: 13 s waiting on another instance's refresh, then a
- * mint of up to 10 s when that instance died. A shorter default would abandon
- * such a vend (and retry into the same wait) instead of receiving its token.
+ * The vend function's own timeout (30 s) and a margin for its cold start and
+ * the network. Its slowest answer that still succeeds comes within it: 13 s
+ * waiting on another instance's refresh, then a mint of up to 10 s when that
+ * instance died. A shorter default would abandon such a vend (and retry into
+ * the same wait) instead of receiving its token.
  */
-export const DEFAULT_TIMEOUT_MS = 30_000;
+export const DEFAULT_TIMEOUT_MS = 35_000;
 export const DEFAULT_MAX_RETRIES = 2;
 /** As long as one attempt may take, so that a retry after a quick 503 may take as long. */
 export const DEFAULT_RETRY_BUDGET_MS = DEFAULT_TIMEOUT_MS;

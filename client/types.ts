@@ -33,14 +33,14 @@ export interface TokenVendingClientOptions {
   /** Default: the global `fetch`. */
   readonly fetch?: FetchFunction;
   /**
-   * Time allowed for one request, answer body included. Default 30000: the vend
-   * function's own timeout, which its slowest successful answer (about 23 s,
-   * when a lease holder died mid-refresh) stays within.
+   * Time allowed for one request, answer body included. Default 35000: the vend
+   * function's own timeout (30 s), which its slowest successful answer (about
+   * 23 s, when a lease holder died mid-refresh) stays within, and a margin.
    */
   readonly timeoutMs?: number;
   /** Retries of a 503 or 429 answer. Default 2. */
   readonly maxRetries?: number;
-  /** Longest total time spent on one `getToken`, waits between retries included. Default 30000. */
+  /** Longest total time spent on one `getToken`, waits between retries included. Default 35000. */
   readonly retryBudgetMs?: number;
   /** Default: real time. */
   readonly clock?: ClientClock;

@@ -4,7 +4,11 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { KMSClient } from '@aws-sdk/client-kms';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { Context } from 'aws-lambda';
-import { DEFAULT_TIMEOUT_MS, TokenVendingClient } from '../../client/index.js';
+import {
+  DEFAULT_RETRY_BUDGET_MS,
+  DEFAULT_TIMEOUT_MS,
+  TokenVendingClient,
+} from '../../client/index.js';
 import { DynamoDbKeyJobStore } from '../adapters/dynamodb-key-job-store.js';
 import { KmsEnvelopeSealer } from '../adapters/kms-envelope-sealer.js';
 import {
@@ -14,7 +18,7 @@ import {
 import { EnvReader } from '../core/config.js';
 import { readKeyIssuingSettings } from './config.js';
 import type { KeyIssuingResult } from './errors.js';
-import { createKeyIssuingJob, DEFAULT_LEASE_MS } from './job.js';
+import { createKeyIssuingJob, idStartDeadline } from './job.js';
 import { longestKeysRequestMs } from './keys-request.js';
 
 // Thin wiring: configuration is read and checked once at start; a missing or
@@ -55,12 +59,8 @@ const job = createKeyIssuingJob(
   },
 );
 
-/**
- * Time kept back at the end of an invocation: no id is started within it, so
- * the last id started ends before the function's timeout (its lease would
- * otherwise hold the id until it ran out).
- */
-const RESERVE_MS = Math.max(DEFAULT_LEASE_MS, longestKeysRequestMs(DEFAULT_TIMEOUT_MS)) + 15_000;
+/** The longest one id can take, with the client library's default timeout and retry budget. */
+const LONGEST_ID_MS = longestKeysRequestMs(Math.max(DEFAULT_TIMEOUT_MS, DEFAULT_RETRY_BUDGET_MS));
 
 /**
  * Event: `{}` (the schedule: every configured id) or
@@ -71,8 +71,7 @@ const RESERVE_MS = Math.max(DEFAULT_LEASE_MS, longestKeysRequestMs(DEFAULT_TIMEO
  */
 export const handler = async (event: unknown, context: Context): Promise<KeyIssuingResult> => {
   logger.addContext(context);
-  const remaining = context.getRemainingTimeInMillis();
-  const deadlineMs = Date.now() + Math.max(remaining - RESERVE_MS, remaining / 2);
+  const deadlineMs = idStartDeadline(Date.now(), context.getRemainingTimeInMillis(), LONGEST_ID_MS);
   try {
     return await job.handle(event, { deadlineMs });
   } finally {

@@ -66,6 +66,18 @@ export interface KeyIssuingJob {
 
 export const DEFAULT_LEASE_MS = 60_000;
 
+/**
+ * The latest time an invocation with `remainingMs` left may start an id: the
+ * longest one id can take (`longestIdMs`, at least a job lease) and a 15 s
+ * margin are kept back, so the last id started ends before the function's
+ * timeout, which would otherwise leave its lease to run out. A short
+ * invocation still gets half its time.
+ */
+export function idStartDeadline(nowMs: number, remainingMs: number, longestIdMs: number): number {
+  const reserveMs = Math.max(DEFAULT_LEASE_MS, longestIdMs) + 15_000;
+  return nowMs + Math.max(remainingMs - reserveMs, remainingMs / 2);
+}
+
 const METRIC: Record<IdOutcome['kind'], KeyJobMetric> = {
   issued: 'KeysIssued',
   skipped: 'KeysSkipped',

@@ -36,8 +36,8 @@ export class KeyIssuing extends Construct {
       name: 'issue-keys',
       description:
         'Issues Basic Auth keys for business applications and stores them in Secrets Manager',
-      // 10 minutes: the job starts no id in its last 135 s (the longest one id
-      // can take, 120 s, and a margin), so a run of many ids ends cleanly and
+      // 10 minutes: the job starts no id in its last 145 s (the longest one id
+      // can take, 130 s, and a margin), so a run of many ids ends cleanly and
       // the rest wait for the next.
       timeout: Duration.minutes(10),
       // 256 MB: a few sequential HTTPS calls per id; little CPU or memory.

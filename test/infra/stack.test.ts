@@ -132,7 +132,7 @@ describe('the example stage', () => {
       expect(DEFAULT_TIMEOUT_MS).toBeGreaterThanOrEqual(vendTimeout * 1000);
     });
 
-    it('keeps the issue-keys timeout clear of the 135 s the job reserves, and the admin waiting longer', () => {
+    it('keeps the issue-keys timeout clear of the 145 s the job reserves, and the admin waiting longer', () => {
       const timeout = (name: string) =>
         template.toJSON().Resources[functionId(template, name)].Properties.Timeout as number;
       expect(timeout(ISSUE_KEYS)).toBeGreaterThanOrEqual(300);

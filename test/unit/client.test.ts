@@ -91,6 +91,14 @@ function problem(
   });
 }
 
+/** A 200 that arrives `ms` later by the (faked) timers. */
+function slowTokenAnswer(clock: ClientClock, ms: number): Answer {
+  return () =>
+    new Promise<Response>((resolve) => {
+      setTimeout(() => resolve(tokenAnswer(clock)), ms);
+    });
+}
+
 function client(
   fetch: FetchFunction,
   clock: ClientClock,
@@ -501,11 +509,7 @@ describe('errors', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     try {
       const clock = fakeClock();
-      const slow = () =>
-        new Promise<Response>((resolve) => {
-          setTimeout(() => resolve(tokenAnswer(clock)), 25_000);
-        });
-      const { fetch, sent } = scriptedFetch(slow);
+      const { fetch, sent } = scriptedFetch(slowTokenAnswer(clock, 25_000));
       const pending = client(fetch, clock).getToken();
       while (sent.length === 0) await new Promise((resolve) => setImmediate(resolve));
       await vi.advanceTimersByTimeAsync(25_000);
@@ -715,6 +719,21 @@ describe('retries', () => {
     expect(error).toMatchObject({ code: 'upstream_unavailable', status: 503, retryAfter: 2 });
     expect(sent).toHaveLength(3);
     expect(clock.sleeps).toEqual([1000, 1000]);
+  });
+
+  it('gives a retry after a quick 503 as long as a first attempt, by default', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const clock = fakeClock();
+      const { fetch, sent } = scriptedFetch(unavailable('1'), slowTokenAnswer(clock, 25_000));
+      const pending = client(fetch, clock).getToken();
+      while (sent.length < 2) await new Promise((resolve) => setImmediate(resolve));
+      await vi.advanceTimersByTimeAsync(25_000);
+
+      await expect(pending).resolves.toMatchObject({ accessToken: SECRET_TOKEN });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('does not wait past the retry budget', async () => {

@@ -3,7 +3,8 @@
  * keeps that much back at the end of an invocation (issue-keys/handler.ts).
  */
 import { describe, expect, it, vi } from 'vitest';
-import { DEFAULT_TIMEOUT_MS } from '../../client/index.js';
+import { DEFAULT_RETRY_BUDGET_MS, DEFAULT_TIMEOUT_MS } from '../../client/index.js';
+import { idStartDeadline } from '../../functions/issue-keys/job.js';
 import { longestKeysRequestMs, requestKeys } from '../../functions/issue-keys/keys-request.js';
 import { TestClock } from '../support/clock.js';
 
@@ -48,5 +49,22 @@ describe('the longest keys request', () => {
     expect(failure).toMatchObject({ status: 503 });
     expect(attempts).toBe(4);
     expect(clock.now() - started).toBe(longestKeysRequestMs(DEFAULT_TIMEOUT_MS));
+  });
+});
+
+describe('when a run stops starting ids', () => {
+  const longest = longestKeysRequestMs(Math.max(DEFAULT_TIMEOUT_MS, DEFAULT_RETRY_BUDGET_MS));
+  const now = Date.UTC(2030, 0, 1);
+
+  it('keeps back the longest id and a 15 s margin, so the last id started ends before the function', () => {
+    const remaining = 600_000;
+
+    const deadline = idStartDeadline(now, remaining, longest);
+
+    expect(deadline + longest + 15_000).toBe(now + remaining);
+  });
+
+  it('still gives a short invocation half its time', () => {
+    expect(idStartDeadline(now, 100_000, longest)).toBe(now + 50_000);
   });
 });
