@@ -9,7 +9,7 @@ export const UNSCOPED = UNSCOPED_LABEL;
 export const ADMIN_EVENTS = [
   '{"action":"status"}',
   '{"action":"invalidate","scope":"<scope>|unscoped"}',
-  '{"action":"invalidate","all":true}',
+  '{"action":"invalidate","all":true} (or SPEC section 7\'s {"all":true})',
   '{"action":"refresh","scope":"<scope>|unscoped"}',
   '{"action":"issue-keys","businessApplicationIds":["<id>",...],"force":true} (both fields optional)',
 ] as const;
@@ -92,13 +92,15 @@ function scopeOf(event: Record<string, unknown>, action: string): string | undef
  */
 export function parseAdminEvent(event: unknown): AdminEvent {
   if (!isRecord(event)) throw invalid('The event must be a JSON object with an "action"');
-  switch (event.action) {
+  // SPEC section 7 writes "invalidate everything" as {"all":true}, without an action.
+  const action = event.action === undefined && 'all' in event ? 'invalidate' : event.action;
+  switch (action) {
     case 'status':
       onlyFields(event, 'status', ['action']);
       return { action: 'status' };
     case 'invalidate':
       if (event.all !== undefined) {
-        onlyFields(event, 'invalidate', ['action', 'all']);
+        onlyFields(event, 'invalidate', event.action === undefined ? ['all'] : ['action', 'all']);
         if (event.all !== true) throw invalid('"all" must be true');
         return { action: 'invalidate', all: true };
       }

@@ -113,6 +113,18 @@ describe('admin: status', () => {
 });
 
 describe('admin: invalidate', () => {
+  it('takes SPEC section 7\'s {"all":true}, without an action, as invalidate all', async () => {
+    const w = world();
+    await vend(w.vendInstance, urlEvent({ query: 'scope=ba_demo_1' }));
+    await vend(w.vendInstance, urlEvent({ arn: PARTNER_ARN }));
+
+    const all = await w.admin({ all: true });
+    const after = (await w.admin({ action: 'status' })) as StatusReport;
+
+    expect(all).toMatchObject({ invalidated: expect.arrayContaining(['ba_demo_1', 'unscoped']) });
+    expect(after.tokens).toEqual([]);
+  });
+
   it('removes one scope, and with all every cached scope; the next vend mints anew', async () => {
     const w = world();
     await vend(w.vendInstance, urlEvent({ query: 'scope=ba_demo_1' }));
@@ -274,6 +286,8 @@ describe('admin: bad events', () => {
     ['invalidate without a scope', { action: 'invalidate' }],
     ['invalidate with all false', { action: 'invalidate', all: false }],
     ['invalidate with scope and all', { action: 'invalidate', all: true, scope: 'ba_demo_1' }],
+    ["SPEC's all form, false", { all: false }],
+    ["SPEC's all form with a scope", { all: true, scope: 'ba_demo_1' }],
     ['a scope of bad syntax', { action: 'refresh', scope: '../x' }],
     ['refresh with all', { action: 'refresh', all: true }],
     ['status with extra fields', { action: 'status', verbose: true }],
