@@ -1,9 +1,41 @@
 import { ConfigError } from '../functions/core/errors.js';
-import { curlCommand, DEFAULT_STACK_FILE, startLocalStack } from './stack.js';
+import { curlCommand, DEFAULT_STACK_FILE, type LocalStack, startLocalStack } from './stack.js';
 
-// `npm start`: runs the local stack until SIGINT or SIGTERM.
+// `npm start`: runs the local stack until SIGINT or SIGTERM, or until npm ends.
+
+/** How often the stack checks that npm (its parent process) still runs. */
+const PARENT_CHECK_MS = 250;
+
+let stack: LocalStack | undefined;
+let stopping = false;
+const stop = (running: LocalStack) =>
+  running.stop().then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
+const shutdown = (reason: string) => {
+  if (stopping) return;
+  stopping = true;
+  process.stdout.write(`\n${reason}: stopping the local stack\n`);
+  // While starting, the stack stops as soon as it is up.
+  if (stack) void stop(stack);
+};
+// Installed before anything starts: a signal that came before its handler
+// would kill the process at once, leaving DynamoDB Local and the stack file.
+// `on`, not `once`: a Ctrl-C reaches the stack twice (from the terminal, and
+// from npm passing it on).
+process.on('SIGINT', () => shutdown('SIGINT'));
+process.on('SIGTERM', () => shutdown('SIGTERM'));
+// npm passes no SIGTERM on to its script: `kill <npm pid>` ends npm alone and
+// would leave the stack serving, orphaned. A new parent means npm is gone.
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent) shutdown('npm start ended');
+}, PARENT_CHECK_MS).unref();
+
 try {
-  const stack = await startLocalStack(process.env);
+  stack = await startLocalStack(process.env);
+  if (stopping) await stop(stack);
   const { info } = stack;
   const lines = [
     '',
@@ -22,18 +54,6 @@ try {
     'Serving until Ctrl-C.',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    process.stdout.write(`\n${signal}: stopping the local stack\n`);
-    stack.stop().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.once('SIGINT', () => shutdown('SIGINT'));
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
 } catch (error) {
   const message = error instanceof Error ? error.message : String(error);
   process.stderr.write(

@@ -2,6 +2,7 @@ import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_proces
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
@@ -9,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { readStackFile } from '../../client/stack-file.js';
 import { ConfigError } from '../../functions/core/errors.js';
 import { DEMO_IDENTITY, type LocalIdentity } from '../../local/local-identities.js';
+import { startProviderSimulator } from '../../local/provider-simulator.js';
 import { curlCommand, type LocalStack, startLocalStack } from '../../local/stack.js';
 import { quietLogger } from '../support/vend-harness.js';
 
@@ -45,6 +47,9 @@ async function signedFetch(
   });
   return fetch(url, { headers: signed.headers });
 }
+
+/** The role of the demo identity's session, as the access policy names it. */
+const DEMO_ROLE_ARN = 'arn:aws:iam::000000000000:role/local-demo';
 
 describe('the local stack in-process', () => {
   let stack: LocalStack;
@@ -185,6 +190,45 @@ describe('local stack configuration', () => {
       (error: unknown) => error as Error,
     );
 
+  it("uses the simulator's credentials with a PROVIDER_BASE_URL but no PROVIDER_KEY (SPEC section 8)", async () => {
+    // Regression: it refused to start; SPEC gives the simulator's as the default.
+    const sim = await startProviderSimulator();
+    try {
+      const stack = await start({
+        PROVIDER_BASE_URL: sim.url,
+        TABLE_NAME: `stack-sim-${Date.now()}`,
+        ACCESS_POLICY: JSON.stringify({
+          scopes: ['ba_demo_1'],
+          grants: [{ principal: DEMO_ROLE_ARN, scopes: ['ba_demo_1'] }],
+        }),
+      });
+      try {
+        const response = await signedFetch(
+          `${stack.info.functionUrl}/token?scope=ba_demo_1`,
+          DEMO_IDENTITY,
+        );
+
+        expect(response.status).toBe(200);
+        expect(sim.stats.tokenRequests).toBe(1);
+      } finally {
+        await stack.stop();
+      }
+    } finally {
+      await sim.close();
+    }
+  });
+
+  it('refuses a PROVIDER_SECRET without its PROVIDER_KEY', async () => {
+    const error = await failure({
+      PROVIDER_BASE_URL: 'https://provider.example',
+      PROVIDER_SECRET: 'provider-secret',
+      ACCESS_POLICY: JSON.stringify({ scopes: ['ba_1'], grants: [] }),
+    });
+
+    expect(error.message).toContain('PROVIDER_KEY and PROVIDER_SECRET go together');
+    expect(error.message).not.toContain('provider-secret');
+  });
+
   it('refuses a PROVIDER_KEY the provider cannot be sent, naming it but never echoing it', async () => {
     const key = 'provider-key:with-a-colon';
 
@@ -224,15 +268,23 @@ describe('local stack configuration', () => {
   });
 });
 
+/** What `--import tsx` resolves to, from a directory outside the project. */
+const TSX_LOADER = pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
+
 describe('npm start', () => {
   let child: ChildProcess;
   let output = '';
   const cwd = mkdtempSync(join(tmpdir(), 'tvf-start-'));
 
   beforeAll(async () => {
+    // As npm runs it, but under a shell that stays its parent (no exec), so a
+    // test can end that parent the way `kill -9 <npm pid>` ends npm.
     child = spawn(
-      process.execPath,
-      [join(ROOT, 'node_modules/tsx/dist/cli.mjs'), join(ROOT, 'local/start.ts')],
+      'sh',
+      [
+        '-c',
+        `"${process.execPath}" --import "${TSX_LOADER}" "${join(ROOT, 'local/start.ts')}"; true`,
+      ],
       {
         cwd,
         env: { ...process.env, PORT: '0' },
@@ -279,12 +331,15 @@ describe('npm start', () => {
     expect(command).not.toContain('x-amz-security-token');
   });
 
-  it('stops everything on SIGTERM and removes the stack file', async () => {
-    const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  it('stops everything when npm is gone without passing a signal on, and removes the stack file', async () => {
+    // Regression: `kill <npm pid>` ended npm alone and left the stack serving.
+    // 'close': every process holding the output pipe has ended.
+    const closed = new Promise<void>((done) => child.once('close', () => done()));
 
-    child.kill('SIGTERM');
+    child.kill('SIGKILL');
+    await closed;
 
-    expect(await exited).toBe(0);
+    expect(output).toContain('npm start ended: stopping the local stack');
     expect(existsSync(join(cwd, '.local/stack.json'))).toBe(false);
   }, 15_000);
 });
