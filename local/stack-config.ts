@@ -21,6 +21,7 @@ import {
   readLocalIdentities,
 } from './local-identities.js';
 import { DEFAULT_ALLOWED_SCOPES } from './provider-simulator.js';
+import { DEMO_PROVIDER_CREDENTIALS } from './simulator-config.js';
 import type { StackInfo } from './stack.js';
 
 export const DEFAULT_TABLE_NAME = 'token-vending-local';
@@ -78,11 +79,16 @@ export function readLocalSettings(env: Env): LocalSettings {
   const region = reader.optional('AWS_REGION', 'us-east-1');
   const identities = readLocalIdentities(reader, env);
   const providerUrl = reader.optional('PROVIDER_BASE_URL', '');
-  const key = reader.optional('PROVIDER_KEY', '');
-  const secret = reader.optional('PROVIDER_SECRET', '');
-  if (providerUrl && (!key || !secret)) {
-    reader.problem('PROVIDER_KEY and PROVIDER_SECRET are required when PROVIDER_BASE_URL is set');
+  // SPEC section 8: without them, the simulator's (e.g. for a simulator run on its own).
+  const givenKey = reader.optional('PROVIDER_KEY', '');
+  const givenSecret = reader.optional('PROVIDER_SECRET', '');
+  if (Boolean(givenKey) !== Boolean(givenSecret)) {
+    reader.problem(
+      "PROVIDER_KEY and PROVIDER_SECRET go together: set both, or neither for the simulator's",
+    );
   }
+  const key = givenKey || DEMO_PROVIDER_CREDENTIALS.key;
+  const secret = givenSecret || DEMO_PROVIDER_CREDENTIALS.secret;
   const keyProblem = providerUrl && key ? providerKeyProblem(key) : undefined;
   // The message names the variable only: the key itself is never echoed.
   if (keyProblem) reader.problem(`PROVIDER_KEY is unusable: ${keyProblem}`);

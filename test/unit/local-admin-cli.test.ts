@@ -231,8 +231,8 @@ describe('the local stack', () => {
 
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/^admin: invalid_config: Invalid configuration: /);
-    // The stack file says the provider is not the simulator: its credentials must come from the environment.
-    expect(run.stderr).toContain('PROVIDER_KEY and PROVIDER_SECRET are required');
+    // A secret without its key: the pair is set together or not at all.
+    expect(run.stderr).toContain('PROVIDER_KEY and PROVIDER_SECRET go together');
     expect(run.stderr).toContain('IN_USE_WINDOW_SECONDS must be an integer from 300 to 86400');
     expect(run.stderr).not.toContain('provider-secret-value');
   });
