@@ -224,6 +224,18 @@ describe('in-use tracking', () => {
       expect(inUseAfterTheWindow(t)).toBe(true);
     });
 
+    it('when an operator invalidated the scope and the next vend minted anew', async () => {
+      const t = setup();
+      await t.a.getToken('ba_1', 300);
+      await t.store.delete('TOKEN#ba_1'); // admin invalidate
+      t.clock.advance(61); // a's L1 entry is gone
+
+      const result = await t.a.getToken('ba_1', 300);
+
+      expect(result.token.accessToken).toBe('tok-2');
+      expect(inUseAfterTheWindow(t)).toBe(true);
+    });
+
     it('when its clock lags the instance that minted, with one write, not one per vend', async () => {
       // The mint is dated by a clock 30 s ahead; this instance's clock is 30 s behind.
       const t = setup();
