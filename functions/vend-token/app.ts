@@ -55,9 +55,11 @@ export function createVendApp(deps: VendAppDeps): VendApp {
     const principal = (event.requestContext as { authorizer?: { iam?: { userArn?: unknown } } })
       ?.authorizer?.iam?.userArn;
     let scope: string | undefined;
+    let parsed = false;
     try {
       const request = parseVendRequest(event.rawQueryString ?? '');
       scope = request.scope;
+      parsed = true;
       if (typeof principal !== 'string' || principal === '') throw new UnauthenticatedError();
       deps.policy.authorize(principal, scope);
       const { token, outcome } = await deps.tokens.getToken(scope, request.minTtl, request.revoked);
@@ -88,7 +90,8 @@ export function createVendApp(deps: VendAppDeps): VendApp {
       const latencyMs = clock.now() - started;
       const attributes = {
         principal: principal ?? null,
-        scope: scope ?? 'unscoped',
+        // A request that did not parse asked for no scope we can name (never echoed).
+        scope: parsed ? (scope ?? 'unscoped') : null,
         status: error.status,
         outcome: 'error',
         code: error.code,

@@ -1,5 +1,5 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
 import type { CredentialsSource, ProviderCredentials } from '../../functions/core/ports.js';
 import {
@@ -9,7 +9,13 @@ import {
 } from '../../local/provider-simulator.js';
 import { TestClock } from '../support/clock.js';
 import { createTestTable, dynamoClient } from '../support/dynamodb.js';
-import { makeInstance, STRANGER_ARN, urlEvent, vend } from '../support/vend-harness.js';
+import {
+  makeInstance,
+  quietLogger,
+  STRANGER_ARN,
+  urlEvent,
+  vend,
+} from '../support/vend-harness.js';
 
 let sim: ProviderSimulator;
 let client: DynamoDBClient;
@@ -76,10 +82,20 @@ describe('vend API answers', () => {
     ['min_ttl=ten', 'min_ttl not an integer'],
     ['min_ttl=1&min_ttl=2', 'repeated min_ttl'],
   ])('400 invalid_request for %s (%s), whoever asks', async (query) => {
-    const result = await vend(instance(), urlEvent({ query, arn: STRANGER_ARN }));
+    const logger = quietLogger();
+    const logged = vi.spyOn(logger, 'info');
+    const result = await vend(
+      makeInstance({ sim, clock: new TestClock(), client, table, logger }),
+      urlEvent({ query, arn: STRANGER_ARN }),
+    );
 
     expectProblem(result, 400, 'invalid_request');
     expect(sim.stats.tokenRequests).toBe(0);
+    // Regression: its audit line said scope "unscoped", as for a partner token.
+    expect(logged).toHaveBeenCalledWith(
+      'vend',
+      expect.objectContaining({ scope: null, status: 400, code: 'invalid_request' }),
+    );
   });
 
   it('401 unauthenticated without an IAM identity', async () => {
