@@ -1,4 +1,4 @@
-import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -7,6 +7,7 @@ import { DynamoDbTokenStore } from '../functions/adapters/dynamodb-token-store.j
 import { AesGcmSealer } from '../functions/adapters/sealers.js';
 import { systemClock } from '../functions/core/clock.js';
 import type { Env } from '../functions/core/config.js';
+import { ConfigError } from '../functions/core/errors.js';
 import {
   runScheduledRefresh,
   scheduledRefreshDueWithin,
@@ -73,12 +74,43 @@ export interface LocalStack {
  * Writes the stack file and, beside it, the sealing key `npm run admin` shares;
  * `stop` removes both.
  */
+/**
+ * Refuses to start over the stack file of a stack that still answers: the
+ * new stack would replace its file and sealing key (and remove them when it
+ * stopped), so `npm run admin` could no longer reach the running one. A file
+ * left by a stack that did not stop cleanly is replaced.
+ */
+async function refuseIfRunning(stackFile: string): Promise<void> {
+  let url: unknown;
+  try {
+    url = (JSON.parse(await readFile(stackFile, 'utf8')) as { functionUrl?: unknown }).functionUrl;
+  } catch {
+    return; // no stack file, or not one we can read: nothing runs from it
+  }
+  if (typeof url !== 'string' || !URL.canParse(url)) return;
+  const answers = await fetch(new URL('/healthz', url), { signal: AbortSignal.timeout(1000) }).then(
+    async (response) => {
+      await response.body?.cancel();
+      return true;
+    },
+    () => false,
+  );
+  if (answers) {
+    throw new ConfigError(
+      `Another local stack started from this directory is running at ${url} ` +
+        `(${stackFile}). Stop it first, or start this one from another directory.`,
+    );
+  }
+}
+
 export async function startLocalStack(
   env: Env,
   options: { stackFile?: string | null; logger?: Logger; timers?: RefreshTimers } = {},
 ): Promise<LocalStack> {
   const settings = readLocalSettings(env);
   const { vend, externalProvider, identities, region } = settings;
+  const stackFile = options.stackFile === undefined ? DEFAULT_STACK_FILE : options.stackFile;
+  if (stackFile !== null) await refuseIfRunning(stackFile);
 
   const stops: Array<() => Promise<void>> = [];
   const stop = async () => {
@@ -151,7 +183,6 @@ export async function startLocalStack(
     );
     stops.push(() => refresh.stop());
 
-    const stackFile = options.stackFile === undefined ? DEFAULT_STACK_FILE : options.stackFile;
     const sealingKeyFile =
       stackFile === null ? undefined : resolve(dirname(stackFile), SEALING_KEY_FILE_NAME);
     const info: StackInfo = {

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -216,6 +216,41 @@ describe('local stack configuration', () => {
     } finally {
       await sim.close();
     }
+  });
+
+  it('refuses to start over the stack file of a stack that is running, and replaces a stale one', async () => {
+    // Regression: a second stack replaced the first one's file and sealing key,
+    // and removed them when it stopped, so npm run admin lost the first stack.
+    const dir = mkdtempSync(join(tmpdir(), 'tvf-two-stacks-'));
+    const stackFile = join(dir, 'stack.json');
+    const options = { stackFile, logger: quietLogger() };
+    const env = { PORT: '0', DYNAMODB_ENDPOINT: inject('dynamodbEndpoint') };
+    const first = await startLocalStack({ ...env, TABLE_NAME: `first-${Date.now()}` }, options);
+    try {
+      const written = readFileSync(stackFile, 'utf8');
+
+      const second = await startLocalStack(
+        { ...env, TABLE_NAME: `second-${Date.now()}` },
+        options,
+      ).then(
+        async (stack) => {
+          await stack.stop();
+          throw new Error('the second stack started');
+        },
+        (error: unknown) => error as Error,
+      );
+
+      expect(second).toBeInstanceOf(ConfigError);
+      expect(second.message).toContain(
+        `Another local stack started from this directory is running at ${first.info.functionUrl}`,
+      );
+      expect(readFileSync(stackFile, 'utf8')).toBe(written);
+    } finally {
+      await first.stop();
+    }
+    writeFileSync(stackFile, JSON.stringify({ functionUrl: first.info.functionUrl }));
+    const third = await startLocalStack({ ...env, TABLE_NAME: `third-${Date.now()}` }, options);
+    await third.stop();
   });
 
   it('refuses a PROVIDER_SECRET without its PROVIDER_KEY', async () => {
