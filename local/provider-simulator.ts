@@ -24,6 +24,7 @@ import {
   type ProviderCredentials,
   type SimulatorOptions,
 } from './simulator-config.js';
+import { CONTROL_PREFIX, controlReply } from './simulator-control.js';
 import {
   type KeysFault,
   type QueuedFault,
@@ -125,6 +126,15 @@ export async function startProviderSimulator(
     });
   }
 
+  /** What the control endpoint (simulator-control.ts) may do. */
+  const control = {
+    injectTokenFault: (fault: TokenFault, times: number) => queueFault(tokenFaults, fault, times),
+    injectKeysFault: (fault: KeysFault, times: number) => queueFault(keysFaults, fault, times),
+    get stats(): SimulatorStats {
+      return { ...stats, tokenRequestsByScope: { ...stats.tokenRequestsByScope } };
+    },
+  };
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const time = now();
     const method = req.method ?? 'GET';
@@ -154,6 +164,11 @@ export async function startProviderSimulator(
       });
     };
 
+    if (endpoint === 'other' && path.startsWith(CONTROL_PREFIX)) {
+      const read = await readBody(req, MAX_BODY_BYTES);
+      if (read.kind !== 'ok') return finish(error(400, 'invalid_request', 'unreadable body'));
+      return finish(controlReply(control, method, path, read.body));
+    }
     if (endpoint === 'other') {
       req.resume();
       return finish(error(404, 'not_found', 'no such resource'));
@@ -253,10 +268,10 @@ export async function startProviderSimulator(
       });
     },
     injectTokenFault(fault: TokenFault, times = 1): void {
-      queueFault(tokenFaults, fault, times);
+      control.injectTokenFault(fault, times);
     },
     injectKeysFault(fault: KeysFault, times = 1): void {
-      queueFault(keysFaults, fault, times);
+      control.injectKeysFault(fault, times);
     },
     clearFaults(): void {
       tokenFaults = [];
@@ -274,7 +289,7 @@ export async function startProviderSimulator(
       if (patch.allowedScopes) config.allowedScopes = [...patch.allowedScopes];
     },
     get stats(): SimulatorStats {
-      return { ...stats, tokenRequestsByScope: { ...stats.tokenRequestsByScope } };
+      return control.stats;
     },
     get requests(): ReadonlyArray<RecordedRequest> {
       return [...recorded];

@@ -557,6 +557,62 @@ describe('token faults', () => {
   });
 });
 
+describe('control endpoint (/__simulator/)', () => {
+  const control = (path: string, init: RequestInit = {}) =>
+    fetch(`${sim.url}/__simulator/${path}`, init);
+  const inject = (request: unknown) =>
+    control('faults', { method: 'POST', body: JSON.stringify(request) });
+
+  it('queues a fault from outside the process for the next requests, and reports the counts', async () => {
+    const queued = await inject({
+      endpoint: 'token',
+      fault: { kind: 'status', status: 503, retryAfter: 2 },
+      times: 2,
+    });
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) statuses.push((await tokenCall()).status);
+    const stats = await (await control('stats')).json();
+
+    expect(queued.status).toBe(202);
+    expect(statuses).toEqual([503, 503, 200]);
+    expect(stats).toMatchObject({ tokenRequests: 3, tokenRequestsByScope: { ba_demo_1: 3 } });
+  });
+
+  it('queues key-issuing faults too', async () => {
+    await inject({ endpoint: 'keys', fault: { kind: 'status', status: 500 } });
+
+    const res = await keysCall('ba_demo_1', await tokenFor(null), randomUUID());
+
+    expect(res.status).toBe(500);
+  });
+
+  it.each([
+    ['not JSON', 'nope'],
+    ['an unknown endpoint', JSON.stringify({ endpoint: 'other', fault: { kind: 'hang' } })],
+    [
+      'a fault the endpoint has not',
+      JSON.stringify({ endpoint: 'token', fault: { kind: 'dropAfterCommit' } }),
+    ],
+    [
+      'a status outside 400..599',
+      JSON.stringify({ endpoint: 'token', fault: { kind: 'status', status: 200 } }),
+    ],
+    ['times of 0', JSON.stringify({ endpoint: 'token', fault: { kind: 'hang' }, times: 0 })],
+  ])('refuses %s with 400, queueing nothing', async (_label, body) => {
+    const res = await control('faults', { method: 'POST', body });
+
+    expect(res.status).toBe(400);
+    expect(await errorOf(res)).toBe('invalid_request');
+    expect((await tokenCall()).status).toBe(200);
+  });
+
+  it('answers 404 to other control paths and 405 to the wrong method', async () => {
+    expect((await control('reset', { method: 'POST' })).status).toBe(404);
+    expect((await control('faults')).status).toBe(405);
+    expect((await control('stats', { method: 'POST' })).status).toBe(405);
+  });
+});
+
 describe('key-issuing endpoint (4.2)', () => {
   it('issues keys with an unscoped token: 201', async () => {
     // Prepare
