@@ -28,6 +28,7 @@ import {
   overlayEnv,
   readLocalSettings,
   readStackInfo,
+  stackAnswers,
   stackFileEnv,
 } from './stack-config.js';
 import { LOCAL_AWS_CREDENTIALS } from './table.js';
@@ -93,10 +94,7 @@ export async function checkStackRunning(
   vendUrl: string,
   fetchImpl: typeof fetch = globalThis.fetch,
 ): Promise<void> {
-  try {
-    const response = await fetchImpl(`${vendUrl}/healthz`, { signal: AbortSignal.timeout(3000) });
-    await response.body?.cancel();
-  } catch {
+  if (!(await stackAnswers(vendUrl, 3000, fetchImpl))) {
     throw new LocalAdminError(
       'stack_not_running',
       `no local stack answers at ${vendUrl}: start it with npm start ` +

@@ -237,3 +237,20 @@ export async function readStackInfo(path: string, shownAs = path): Promise<Stack
   }
   return parsed.output as StackInfo;
 }
+
+/** Whether a local stack answers HTTP at `functionUrl` (its `/healthz`) within `timeoutMs`. */
+export async function stackAnswers(
+  functionUrl: string,
+  timeoutMs: number,
+  fetchImpl: typeof fetch = globalThis.fetch,
+): Promise<boolean> {
+  try {
+    const response = await fetchImpl(`${functionUrl}/healthz`, {
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    await response.body?.cancel();
+    return true;
+  } catch {
+    return false;
+  }
+}

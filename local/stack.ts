@@ -1,4 +1,4 @@
-import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -23,7 +23,7 @@ import {
 } from './provider-simulator.js';
 import { type RefreshTimers, startRefreshTimer } from './refresh-timer.js';
 import { newSealingKey, SEALING_KEY_FILE_NAME, writeSealingKey } from './sealing-key.js';
-import { readLocalSettings } from './stack-config.js';
+import { readLocalSettings, readStackInfo, stackAnswers } from './stack-config.js';
 import { ensureTable, LOCAL_AWS_CREDENTIALS } from './table.js';
 
 export const DEFAULT_STACK_FILE = '.local/stack.json';
@@ -81,23 +81,11 @@ export interface LocalStack {
  * left by a stack that did not stop cleanly is replaced.
  */
 async function refuseIfRunning(stackFile: string): Promise<void> {
-  let url: unknown;
-  try {
-    url = (JSON.parse(await readFile(stackFile, 'utf8')) as { functionUrl?: unknown }).functionUrl;
-  } catch {
-    return; // no stack file, or not one we can read: nothing runs from it
-  }
-  if (typeof url !== 'string' || !URL.canParse(url)) return;
-  const answers = await fetch(new URL('/healthz', url), { signal: AbortSignal.timeout(1000) }).then(
-    async (response) => {
-      await response.body?.cancel();
-      return true;
-    },
-    () => false,
-  );
-  if (answers) {
+  // No stack file, or one no current stack wrote: nothing runs from it.
+  const info = await readStackInfo(stackFile).catch(() => undefined);
+  if (info && (await stackAnswers(info.functionUrl, 1000))) {
     throw new ConfigError(
-      `Another local stack started from this directory is running at ${url} ` +
+      `Another local stack started from this directory is running at ${info.functionUrl} ` +
         `(${stackFile}). Stop it first, or start this one from another directory.`,
     );
   }
