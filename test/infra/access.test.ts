@@ -156,7 +156,8 @@ describe('least privilege', () => {
     queue = logicalId(template, 'AWS::SQS::Queue', 'SqsManagedSseEnabled');
   });
 
-  const secretArn = {
+  /** A Secrets Manager ARN of this stack's account and region, for the secret `name`. */
+  const secretsArn = (name: string) => ({
     'Fn::Join': [
       '',
       [
@@ -166,10 +167,11 @@ describe('least privilege', () => {
         { Ref: 'AWS::Region' },
         ':',
         { Ref: 'AWS::AccountId' },
-        ':secret:token-vending/example/provider-credentials-??????',
+        `:secret:${name}`,
       ],
     ],
-  };
+  });
+  const secretArn = secretsArn('token-vending/example/provider-credentials-??????');
   const logs = (name: string): Statement => {
     const fn = template.toJSON().Resources[functionId(template, name)];
     return {
@@ -263,20 +265,7 @@ describe('least privilege', () => {
         Sid: 'WriteIssuedKeySecrets',
         Effect: 'Allow',
         Action: ['secretsmanager:CreateSecret', 'secretsmanager:PutSecretValue'],
-        Resource: {
-          'Fn::Join': [
-            '',
-            [
-              'arn:',
-              { Ref: 'AWS::Partition' },
-              ':secretsmanager:',
-              { Ref: 'AWS::Region' },
-              ':',
-              { Ref: 'AWS::AccountId' },
-              ':secret:token-vending/example/basic-auth/*',
-            ],
-          ],
-        },
+        Resource: secretsArn('token-vending/example/basic-auth/*'),
       },
       failedRuns(),
     ]);
