@@ -10,8 +10,9 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
-import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SecretsManagerKeyVault } from '../../functions/adapters/secrets-manager-key-vault.js';
+import { captureOutput } from '../support/capture-output.js';
 import {
   FakeSecretsManager,
   type KeyJobHarness,
@@ -36,15 +37,7 @@ afterAll(async () => h.close());
 
 it('no issued key or secret, nor the bearer token, appears in any output of a busy run', async () => {
   // Prepare: capture stdout and stderr, where Powertools writes logs and EMF metrics
-  const output: string[] = [];
-  const capture = (chunk: unknown) => {
-    output.push(
-      typeof chunk === 'string' ? chunk : Buffer.from(chunk as Uint8Array).toString('utf8'),
-    );
-    return true;
-  };
-  const out = vi.spyOn(process.stdout, 'write').mockImplementation(capture);
-  const err = vi.spyOn(process.stderr, 'write').mockImplementation(capture);
+  const captured = captureOutput();
   const secrets = new FakeSecretsManager(sm);
   const outputs: unknown[] = [];
   const job = () => {
@@ -78,8 +71,7 @@ it('no issued key or secret, nor the bearer token, appears in any output of a bu
     h.sim.setOptions({ keyIssuingEnabled: false });
     await job().handle({ businessApplicationIds: ['ba_demo_2'], force: true });
   } finally {
-    out.mockRestore();
-    err.mockRestore();
+    captured.restore();
   }
   const scan = await h.ddb.send(new ScanCommand({ TableName: h.table, ConsistentRead: true }));
 
@@ -92,11 +84,11 @@ it('no issued key or secret, nor the bearer token, appears in any output of a bu
     });
   const bearers = h.sent.map((r) => r.headers.authorization?.replace(/^Bearer /, '') ?? '');
   expect(material.length).toBeGreaterThanOrEqual(9);
-  expect(output.join('').length).toBeGreaterThan(0);
+  expect(captured.text().length).toBeGreaterThan(0);
   const items = scan.Items ?? [];
   expect(items.some((i) => i.pk?.S === 'KEYS#ba_demo_1')).toBe(true);
   const texts = [
-    output.join(''),
+    captured.text(),
     JSON.stringify(outputs),
     outputs.map((o) => (o instanceof Error ? `${o.message}\n${o.stack}` : '')).join('\n'),
     JSON.stringify(items, (_, value) =>
@@ -111,5 +103,5 @@ it('no issued key or secret, nor the bearer token, appears in any output of a bu
     expect(text).not.toMatch(/bak_|bas_|sim_/);
   }
   expect(outputs.some((o) => o instanceof Error)).toBe(true);
-  expect(output.join('')).toContain('KeysIssued');
+  expect(captured.text()).toContain('KeysIssued');
 });

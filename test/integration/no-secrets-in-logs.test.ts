@@ -1,7 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
 import { metricsRecorder } from '../../functions/adapters/metrics.js';
 import { AesGcmSealer } from '../../functions/adapters/sealers.js';
@@ -12,6 +12,7 @@ import {
   type ProviderSimulator,
   startProviderSimulator,
 } from '../../local/provider-simulator.js';
+import { captureOutput } from '../support/capture-output.js';
 import { TestClock } from '../support/clock.js';
 import { createTestTable, dynamoClient } from '../support/dynamodb.js';
 import {
@@ -37,15 +38,7 @@ afterAll(async () => {
 
 it('no token, secret or Basic credential reaches the logs or metrics of a busy run', async () => {
   // Prepare: capture everything written to stdout and stderr
-  const output: string[] = [];
-  const capture = (chunk: unknown) => {
-    output.push(
-      typeof chunk === 'string' ? chunk : Buffer.from(chunk as Uint8Array).toString('utf8'),
-    );
-    return true;
-  };
-  const out = vi.spyOn(process.stdout, 'write').mockImplementation(capture);
-  const err = vi.spyOn(process.stderr, 'write').mockImplementation(capture);
+  const captured = captureOutput();
   const table = await createTestTable(client);
   const clock = new TestClock({ virtualSleep: true });
   const instance = (
@@ -111,13 +104,12 @@ it('no token, secret or Basic credential reaches the logs or metrics of a busy r
       urlEvent({ query: 'scope=ba_demo_1', arn: null }),
     );
   } finally {
-    out.mockRestore();
-    err.mockRestore();
+    captured.restore();
     dead.destroy();
   }
 
   // Assess
-  const logs = output.join('');
+  const logs = captured.text();
   expect(tokens.length).toBeGreaterThanOrEqual(4);
   expect(logs).toContain('"tokenFingerprint"');
   expect(logs).toContain(fingerprint(tokens[0] as string));
