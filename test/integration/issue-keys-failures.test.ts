@@ -2,40 +2,23 @@
  * How the key-issuing job fails: each code, what it retries, what the job
  * record keeps for the next run, and that a run fails only after every id.
  */
-import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import {
   InvalidKeyIssuingRequestError,
   KeyIssuingFailedError,
 } from '../../functions/issue-keys/errors.js';
-import { UNGRANTED, useSecretsManagerKeyJobs } from '../support/key-job-harness.js';
+import {
+  keyJobRecord,
+  rejection,
+  UNGRANTED,
+  useSecretsManagerKeyJobs,
+} from '../support/key-job-harness.js';
 
 const kj = useSecretsManagerKeyJobs('tvm-test');
 
 const keysSent = () => kj.h.sent.filter((r) => r.url.endsWith('/keys'));
 
-async function record(id: string) {
-  const out = await kj.h.ddb.send(
-    new GetItemCommand({
-      TableName: kj.h.table,
-      Key: { pk: { S: `KEYS#${id}` } },
-      ConsistentRead: true,
-    }),
-  );
-  return out.Item ?? {};
-}
-
-async function rejection<T>(
-  promise: Promise<unknown>,
-  type: new (...args: never[]) => T,
-): Promise<T> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(type);
-  return error as T;
-}
+const record = (id: string) => keyJobRecord(kj.h, id);
 
 describe('provider refusals', () => {
   it('403 is feature_not_enabled: no retry, and the next run starts with a new key', async () => {

@@ -4,11 +4,10 @@
  * SigV4-checking local Function URL, Secrets Manager as a stateful fake behind
  * aws-sdk-client-mock. Time is a test clock: backoff never really waits.
  */
-import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { CreateSecretCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { describe, expect, it } from 'vitest';
 import { KeyIssuingFailedError } from '../../functions/issue-keys/errors.js';
-import { useSecretsManagerKeyJobs } from '../support/key-job-harness.js';
+import { keyJobRecord, rejection, useSecretsManagerKeyJobs } from '../support/key-job-harness.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const PREFIX = 'tvm-test';
@@ -20,25 +19,9 @@ const keysSent = (id?: string) =>
   kj.h.sent.filter((r) => r.url.endsWith(id === undefined ? '/keys' : `/${id}/keys`));
 const idempotencyKeys = (id?: string) => keysSent(id).map((r) => r.headers['idempotency-key']);
 
-async function record(id: string) {
-  const out = await kj.h.ddb.send(
-    new GetItemCommand({
-      TableName: kj.h.table,
-      Key: { pk: { S: `KEYS#${id}` } },
-      ConsistentRead: true,
-    }),
-  );
-  return out.Item ?? {};
-}
+const record = (id: string) => keyJobRecord(kj.h, id);
 
-async function failure(promise: Promise<unknown>): Promise<KeyIssuingFailedError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(KeyIssuingFailedError);
-  return error as KeyIssuingFailedError;
-}
+const failure = (promise: Promise<unknown>) => rejection(promise, KeyIssuingFailedError);
 
 describe('issuing', () => {
   it('first issue: one POST with the unscoped token and a UUID key, the answer stored whole', async () => {

@@ -5,7 +5,7 @@
  * local SigV4-checking Function URL. Secrets Manager is a stateful fake behind
  * aws-sdk-client-mock (it has no local emulator); sealing is AES-GCM.
  */
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import {
   CreateSecretCommand,
   InternalServiceError,
@@ -14,7 +14,7 @@ import {
   SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
 import { type AwsClientStub, mockClient } from 'aws-sdk-client-mock';
-import { afterEach, beforeEach } from 'vitest';
+import { afterEach, beforeEach, expect } from 'vitest';
 import { TokenVendingClient } from '../../client/index.js';
 import { DynamoDbKeyJobStore } from '../../functions/adapters/dynamodb-key-job-store.js';
 import { AesGcmSealer } from '../../functions/adapters/sealers.js';
@@ -264,4 +264,29 @@ export function useSecretsManagerKeyJobs(prefix: string): {
   });
   afterEach(async () => world.h.close());
   return world;
+}
+
+/** The raw job record of `id` (empty when there is none), read consistently. */
+export async function keyJobRecord(h: KeyJobHarness, id: string) {
+  const out = await h.ddb.send(
+    new GetItemCommand({
+      TableName: h.table,
+      Key: { pk: { S: `KEYS#${id}` } },
+      ConsistentRead: true,
+    }),
+  );
+  return out.Item ?? {};
+}
+
+/** The error `promise` rejects with, checked to be a `type`. */
+export async function rejection<T>(
+  promise: Promise<unknown>,
+  type: new (...args: never[]) => T,
+): Promise<T> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(type);
+  return error as T;
 }
