@@ -5,6 +5,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { LAMBDA_BUNDLE_ALIASES } from '../lambda-bundling.js';
 
 /** The repository root: entries, the lock file and esbuild are found from here. */
 export const PROJECT_ROOT = resolve(import.meta.dirname, '../..');
@@ -34,7 +35,8 @@ export interface TokenVendingFunctionProps {
 /**
  * One of the four functions, built the same way: `functions/<name>/handler.ts`
  * bundled by the local esbuild as minified ESM with source maps and the AWS SDK
- * inside (the pinned, tested versions, not the runtime's), on ARM64, with its
+ * inside (the pinned, tested versions, not the runtime's; its credential chain
+ * cut to Lambda's, see infra/lambda-bundling.ts), on ARM64, with its
  * own role (no managed policies: only what the constructs grant) and its own
  * log group with a retention.
  */
@@ -93,6 +95,9 @@ export class TokenVendingFunction extends Construct {
         sourcesContent: false,
         // Bundle the AWS SDK too: the versions the tests ran with, not the runtime's.
         externalModules: [],
+        esbuildArgs: {
+          '--alias': Object.entries(LAMBDA_BUNDLE_ALIASES).map(([from, to]) => `${from}=${to}`),
+        },
         // No `createRequire` banner: the bundles hold no CommonJS `require`
         // (test/infra/bundles.test.ts loads each one as ESM to prove it).
       },

@@ -95,6 +95,21 @@ describe('bundles', () => {
     },
   );
 
+  it.each(FUNCTIONS)('cuts the AWS SDK credential chain in %s to what Lambda provides', (name) => {
+    const { sources } = JSON.parse(
+      readFileSync(join(bundleDir(name), 'index.mjs.map'), 'utf8'),
+    ) as { sources: string[] };
+
+    expect(sources.some((s) => s.endsWith('functions/adapters/lambda-credential-chain.ts'))).toBe(
+      true,
+    );
+    expect(
+      sources.filter((s) =>
+        /node_modules\/@aws-sdk\/(credential-provider-(node|ini|sso)|nested-clients)\//.test(s),
+      ),
+    ).toEqual([]);
+  });
+
   it('writes nothing but the bundle and its map into each asset', () => {
     for (const name of FUNCTIONS) {
       expect(readdirSync(bundleDir(name)).sort()).toEqual(['index.mjs', 'index.mjs.map']);

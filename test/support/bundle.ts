@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { build } from 'esbuild';
+import { LAMBDA_BUNDLE_ALIASES } from '../../infra/lambda-bundling.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
@@ -7,11 +8,16 @@ const ROOT = resolve(import.meta.dirname, '../..');
  * Bundles an entry (a file, or source text resolved from the repo root) as a
  * Lambda function is bundled: the CDK NodejsFunction settings for ESM, whose
  * mainFields prefer the packages' ES module builds so unused code shakes out.
+ * `forLambda` adds the imports the construct replaces (infra/lambda-bundling.ts);
+ * without it the bundle is what any Node service would get.
  */
 export async function bundle(
   entry: { path: string } | { contents: string },
+  { forLambda = false }: { forLambda?: boolean } = {},
 ): Promise<{ bytes: number; inputs: string[]; code: Uint8Array }> {
   const result = await build({
+    absWorkingDir: ROOT,
+    ...(forLambda ? { alias: { ...LAMBDA_BUNDLE_ALIASES } } : {}),
     ...('path' in entry
       ? { entryPoints: [entry.path] }
       : { stdin: { contents: entry.contents, resolveDir: ROOT, loader: 'ts' } }),
