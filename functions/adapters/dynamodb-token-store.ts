@@ -249,9 +249,15 @@ export class DynamoDbTokenStore implements TokenStore {
     );
   }
 
-  async delete(pk: string): Promise<void> {
-    await this.#send('DeleteItem', () =>
-      this.#client.send(new DeleteItemCommand({ TableName: this.#table, Key: { pk: { S: pk } } })),
+  async delete(pk: string): Promise<boolean> {
+    return this.#conditional('DeleteItem', () =>
+      this.#client.send(
+        new DeleteItemCommand({
+          TableName: this.#table,
+          Key: { pk: { S: pk } },
+          ConditionExpression: 'attribute_exists(pk)',
+        }),
+      ),
     );
   }
 

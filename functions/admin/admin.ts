@@ -32,11 +32,14 @@ export interface AdminDeps {
   readonly logger: CoreLogger;
 }
 
-export type AdminResult =
-  | StatusReport
-  | { readonly invalidated: string[]; readonly note: string }
-  | RefreshOutcome
-  | KeyIssuingResult;
+/** Scopes whose cached token was removed, and those that had none to remove. */
+export interface InvalidateReport {
+  readonly invalidated: string[];
+  readonly not_cached: string[];
+  readonly note: string;
+}
+
+export type AdminResult = StatusReport | InvalidateReport | RefreshOutcome | KeyIssuingResult;
 
 /**
  * The admin function's core (SPEC section 7): `status`, `invalidate`,
@@ -66,9 +69,14 @@ export function createAdmin(deps: AdminDeps): (event: unknown) => Promise<AdminR
           const keys = event.all
             ? (await deps.store.list()).map((item) => item.pk)
             : [tokenKey(event.scope)];
-          for (const key of keys) await deps.store.delete(key);
+          const invalidated: string[] = [];
+          const notCached: string[] = [];
+          for (const key of keys) {
+            ((await deps.store.delete(key)) ? invalidated : notCached).push(scopeLabel(key));
+          }
           return {
-            invalidated: keys.map(scopeLabel),
+            invalidated,
+            not_cached: notCached,
             note: 'Instances drop their in-memory copy within 60 s; the next vend mints anew.',
           };
         }

@@ -125,8 +125,8 @@ export interface TokenStore {
    * (a missing item is left missing). Never raises `lastUsedAt`'s value back.
    */
   markUsed(pk: string, atSeconds: number): Promise<void>;
-  /** Removes an item (operator invalidation). */
-  delete(pk: string): Promise<void>;
+  /** Removes an item (operator invalidation); false when there was none to remove. */
+  delete(pk: string): Promise<boolean>;
   /** Every token item (operator status). */
   list(): Promise<StoredItem[]>;
 }

@@ -162,6 +162,19 @@ describe('admin: invalidate', () => {
 
     expect(await w.store.get('TOKEN#~unscoped')).toBeUndefined();
   });
+
+  it('reports a scope with nothing cached as not_cached, not as invalidated', async () => {
+    const w = world();
+    await vend(w.vendInstance, urlEvent({ query: 'scope=ba_demo_1' }));
+
+    const typo = await w.admin({ action: 'invalidate', scope: 'ba_demo_9' });
+    const cached = await w.admin({ action: 'invalidate', scope: 'ba_demo_1' });
+    const again = await w.admin({ action: 'invalidate', scope: 'ba_demo_1' });
+
+    expect(typo).toMatchObject({ invalidated: [], not_cached: ['ba_demo_9'] });
+    expect(cached).toMatchObject({ invalidated: ['ba_demo_1'], not_cached: [] });
+    expect(again).toMatchObject({ invalidated: [], not_cached: ['ba_demo_1'] });
+  });
 });
 
 describe('admin: refresh', () => {

@@ -80,9 +80,9 @@ export class MemoryTokenStore implements TokenStore {
     this.items.set(pk, { ...item, lastUsedAt: atSeconds });
   }
 
-  async delete(pk: string): Promise<void> {
+  async delete(pk: string): Promise<boolean> {
     this.#check();
-    this.items.delete(pk);
+    return this.items.delete(pk);
   }
 
   async list(): Promise<StoredItem[]> {
