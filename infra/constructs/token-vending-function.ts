@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { type Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { AssetStaging, type Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -98,6 +98,10 @@ export class TokenVendingFunction extends Construct {
         esbuildArgs: {
           '--alias': Object.entries(LAMBDA_BUNDLE_ALIASES).map(([from, to]) => `${from}=${to}`),
         },
+        // esbuild resolves the aliases' relative paths from its working
+        // directory: the project root when bundling locally, and, should CDK
+        // fall back to Docker (no local esbuild), where it mounts the root.
+        workingDirectory: AssetStaging.BUNDLING_INPUT_DIR,
         // No `createRequire` banner: the bundles hold no CommonJS `require`
         // (test/infra/bundles.test.ts loads each one as ESM to prove it).
       },

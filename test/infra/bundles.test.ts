@@ -100,9 +100,9 @@ describe('bundles', () => {
       readFileSync(join(bundleDir(name), 'index.mjs.map'), 'utf8'),
     ) as { sources: string[] };
 
-    expect(sources.some((s) => s.endsWith('functions/adapters/lambda-credential-chain.ts'))).toBe(
-      true,
-    );
+    expect(
+      sources.some((s) => s.endsWith('functions/bundle-aliases/lambda-credential-chain.ts')),
+    ).toBe(true);
     expect(
       sources.filter((s) =>
         /node_modules\/@aws-sdk\/(credential-provider-(node|ini|sso)|nested-clients)\//.test(s),

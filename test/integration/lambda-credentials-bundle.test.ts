@@ -7,9 +7,10 @@
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NO_LAMBDA_CREDENTIALS } from '../../functions/bundle-aliases/lambda-credential-chain.js';
 import { bundle } from '../support/bundle.js';
 import { startCredentialsEndpoint } from '../support/container-credentials.js';
 
@@ -66,7 +67,7 @@ describe('a client bundled for Lambda', () => {
     /Credential=([^/]+)\//.exec(String(endpoint.serviceRequests.at(-1)?.authorization))?.[1];
 
   it('leaves out the credential sources Lambda never provides', () => {
-    expect(inputs).toContain('functions/adapters/lambda-credential-chain.ts');
+    expect(inputs).toContain('functions/bundle-aliases/lambda-credential-chain.ts');
     expect(inputs.filter((input) => FULL_CHAIN.test(input))).toEqual([]);
   });
 
@@ -98,6 +99,39 @@ describe('a client bundled for Lambda', () => {
       (error: { stderr: string }) => error.stderr,
     );
 
-    expect(failure).toContain('AWS_CONTAINER_CREDENTIALS_FULL_URI');
+    expect(failure).toContain(NO_LAMBDA_CREDENTIALS);
   });
+});
+
+describe('the four function bundles', () => {
+  const ROOT = resolve(import.meta.dirname, '../..');
+  const ALIASED = '@aws-sdk/credential-provider-node';
+
+  it.each(['vend-token', 'refresh', 'issue-keys', 'admin'])(
+    'replace the SDK chain in %s only where the SDK takes its default, with one copy of the SDK core',
+    async (name) => {
+      const { metafile, inputs } = await bundle(
+        { path: join(ROOT, 'functions', name, 'handler.ts') },
+        { forLambda: true },
+      );
+      // Who imported the replaced package: the SDK clients' default
+      // configuration, and in issue-keys the client package's signer
+      // (fromNodeProviderChain), which in Lambda should read Lambda's
+      // credentials too. Anyone else would silently lose the sources cut.
+      const importers = Object.entries(metafile.inputs).flatMap(([importer, input]) =>
+        input.imports.some((i) => i.original?.startsWith(ALIASED)) ? [importer] : [],
+      );
+      const expected = (i: string) =>
+        /@aws-sdk\/client-[a-z-]+\/dist-es\/runtimeConfig\.js$/.test(i) ||
+        i === 'node_modules/@aws-sdk/credential-providers/dist-es/fromNodeProviderChain.js';
+
+      expect(importers.length).toBeGreaterThan(0);
+      expect(importers.filter((i) => !expected(i))).toEqual([]);
+      // The pinned direct dependencies must not pull in a second copy.
+      expect(
+        inputs.filter((i) => /node_modules\/.+\/node_modules\/@(smithy|aws-sdk)\//.test(i)),
+      ).toEqual([]);
+    },
+    30_000,
+  );
 });

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { build } from 'esbuild';
+import { build, type Metafile } from 'esbuild';
 import { LAMBDA_BUNDLE_ALIASES } from '../../infra/lambda-bundling.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -14,7 +14,7 @@ const ROOT = resolve(import.meta.dirname, '../..');
 export async function bundle(
   entry: { path: string } | { contents: string },
   { forLambda = false }: { forLambda?: boolean } = {},
-): Promise<{ bytes: number; inputs: string[]; code: Uint8Array }> {
+): Promise<{ bytes: number; inputs: string[]; code: Uint8Array; metafile: Metafile }> {
   const result = await build({
     absWorkingDir: ROOT,
     ...(forLambda ? { alias: { ...LAMBDA_BUNDLE_ALIASES } } : {}),
@@ -33,5 +33,5 @@ export async function bundle(
   });
   const bytes = result.outputFiles.reduce((sum, file) => sum + file.contents.length, 0);
   const code = result.outputFiles[0]?.contents ?? new Uint8Array();
-  return { bytes, inputs: Object.keys(result.metafile.inputs), code };
+  return { bytes, inputs: Object.keys(result.metafile.inputs), code, metafile: result.metafile };
 }

@@ -11,12 +11,13 @@ export interface ServedCredentials {
 
 /**
  * A container credentials endpoint (the one `AWS_CONTAINER_CREDENTIALS_FULL_URI`
- * names) on 127.0.0.1 that answers `GET /credentials` with what `next()` returns,
- * and, for any other request, as DynamoDB answers `ListTables` with no tables.
+ * names) on 127.0.0.1 that answers `GET /credentials` with what `next()` returns
+ * (a 500 when it returns undefined), and, for any other request, as DynamoDB
+ * answers `ListTables` with no tables.
  * It records every request's headers, so a test can see which credentials
  * signed a call.
  */
-export async function startCredentialsEndpoint(next: () => ServedCredentials): Promise<{
+export async function startCredentialsEndpoint(next: () => ServedCredentials | undefined): Promise<{
   readonly url: string;
   readonly credentialRequests: IncomingHttpHeaders[];
   readonly serviceRequests: IncomingHttpHeaders[];
@@ -29,8 +30,9 @@ export async function startCredentialsEndpoint(next: () => ServedCredentials): P
     request.on('end', () => {
       if (request.method === 'GET' && request.url === '/credentials') {
         credentialRequests.push(request.headers);
-        response.writeHead(200, { 'content-type': 'application/json' });
-        response.end(JSON.stringify(next()));
+        const served = next();
+        response.writeHead(served ? 200 : 500, { 'content-type': 'application/json' });
+        response.end(JSON.stringify(served ?? { message: 'unavailable' }));
         return;
       }
       serviceRequests.push(request.headers);

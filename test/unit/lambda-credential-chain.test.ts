@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   defaultProvider,
   NO_LAMBDA_CREDENTIALS,
-} from '../../functions/adapters/lambda-credential-chain.js';
+} from '../../functions/bundle-aliases/lambda-credential-chain.js';
 import {
   type ServedCredentials,
   startCredentialsEndpoint,
@@ -80,21 +80,30 @@ describe('the Lambda credential chain', () => {
 
   describe('from the container credentials endpoint', () => {
     let n = 0;
+    let down = false;
     let endpoint: Awaited<ReturnType<typeof startCredentialsEndpoint>>;
+    // No retries, so a failing endpoint fails at once.
+    const init = { maxRetries: 0, timeout: 1000 };
 
     beforeEach(async () => {
       n = 0;
-      endpoint = await startCredentialsEndpoint(() => served(++n, 60));
+      down = false;
+      endpoint = await startCredentialsEndpoint(() => (down ? undefined : served(++n, 60)));
       vi.stubEnv('AWS_CONTAINER_CREDENTIALS_FULL_URI', `${endpoint.url}/credentials`);
       vi.stubEnv('AWS_CONTAINER_AUTHORIZATION_TOKEN', 'container-authorization');
+      // The SDK's cache reads Date.now(); only the date is faked.
+      vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
     });
 
     afterEach(async () => {
+      vi.useRealTimers();
       await endpoint.close();
     });
 
+    const minutesLater = (minutes: number) => vi.setSystemTime(Date.now() + minutes * 60_000);
+
     it('fetches them with the authorization token when the environment has none', async () => {
-      const credentials = await defaultProvider()();
+      const credentials = await defaultProvider(init)();
 
       expect(credentials).toMatchObject({
         accessKeyId: 'ASIACONTAINER1',
@@ -105,9 +114,10 @@ describe('the Lambda credential chain', () => {
     });
 
     it('fetches once for many calls while the credentials are good for more than 5 minutes', async () => {
-      const provider = defaultProvider();
+      const provider = defaultProvider(init);
 
       const answers = await Promise.all(Array.from({ length: 5 }, () => provider()));
+      minutesLater(54);
       const later = await provider();
 
       expect(new Set([...answers, later].map((c) => c.accessKeyId))).toEqual(
@@ -116,28 +126,81 @@ describe('the Lambda credential chain', () => {
       expect(endpoint.credentialRequests).toHaveLength(1);
     });
 
-    it('fetches again once the credentials are within 5 minutes of expiring', async () => {
-      // The SDK's memoizer reads Date.now(); only the date is faked.
-      vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
-      try {
-        const provider = defaultProvider();
-        const first = await provider();
+    it('fetches again in the background in the last 5 minutes, serving the cached ones meanwhile', async () => {
+      const provider = defaultProvider(init);
+      await provider();
 
-        vi.setSystemTime(Date.now() + 54 * 60_000);
-        const stillGood = await provider();
-        vi.setSystemTime(Date.now() + 2 * 60_000);
-        const renewed = await provider();
+      minutesLater(56);
+      const meanwhile = await provider();
+      await vi.waitFor(() => expect(endpoint.credentialRequests).toHaveLength(2));
+      const renewed = await provider();
 
-        expect([first, stillGood, renewed].map((c) => c.accessKeyId)).toEqual([
-          'ASIACONTAINER1',
-          'ASIACONTAINER1',
-          'ASIACONTAINER2',
-        ]);
-        expect(endpoint.credentialRequests).toHaveLength(2);
-      } finally {
-        vi.useRealTimers();
-      }
+      expect(meanwhile.accessKeyId).toBe('ASIACONTAINER1');
+      expect(renewed.accessKeyId).toBe('ASIACONTAINER2');
     });
+
+    it('keeps serving the cached credentials while the endpoint fails in the last 5 minutes', async () => {
+      const provider = defaultProvider(init);
+      await provider();
+      down = true;
+
+      minutesLater(56);
+      const first = await provider();
+      await vi.waitFor(() => expect(endpoint.credentialRequests).toHaveLength(2));
+      const second = await provider();
+      await vi.waitFor(() => expect(endpoint.credentialRequests).toHaveLength(3));
+      down = false;
+      await provider();
+      await vi.waitFor(() => expect(endpoint.credentialRequests).toHaveLength(4));
+      const recovered = await provider();
+
+      expect([first, second].map((c) => c.accessKeyId)).toEqual([
+        'ASIACONTAINER1',
+        'ASIACONTAINER1',
+      ]);
+      expect(recovered.accessKeyId).toBe('ASIACONTAINER2');
+    });
+
+    it('waits for a fetch once they have expired, and fails if the endpoint is down', async () => {
+      const provider = defaultProvider(init);
+      await provider();
+      down = true;
+
+      minutesLater(61);
+      const failure = await provider().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      down = false;
+      const fetched = await provider();
+
+      expect(failure).toBeInstanceOf(Error);
+      expect(fetched.accessKeyId).toBe('ASIACONTAINER2');
+    });
+
+    it('takes the endpoint from the client configuration as well as from the environment', async () => {
+      vi.stubEnv('AWS_CONTAINER_CREDENTIALS_FULL_URI', undefined);
+
+      const credentials = await defaultProvider({
+        ...init,
+        awsContainerCredentialsFullUri: `${endpoint.url}/credentials`,
+      })();
+
+      expect(credentials.accessKeyId).toBe('ASIACONTAINER1');
+    });
+  });
+
+  it('asks the link-local endpoint when AWS_CONTAINER_CREDENTIALS_RELATIVE_URI is set', async () => {
+    vi.stubEnv('AWS_CONTAINER_CREDENTIALS_RELATIVE_URI', '/v2/credentials/lambda');
+
+    const failure = await defaultProvider({ maxRetries: 0, timeout: 1 })().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+
+    // Nothing answers at 169.254.170.2 here: the chain tried it rather than giving up.
+    expect(failure).toBeInstanceOf(Error);
+    expect((failure as Error).message).not.toBe(NO_LAMBDA_CREDENTIALS);
   });
 
   it('says which variables Lambda should have set when neither source is there', async () => {
