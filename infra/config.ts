@@ -47,6 +47,11 @@ export interface StageInput {
   readonly vendReservedConcurrency?: number;
   /** Days the functions' logs are kept. Default 365 (the vend audit trail). */
   readonly logRetentionDays?: number;
+  /**
+   * CloudFormation termination protection: `cdk destroy` and stack deletion
+   * are refused until it is turned off. Default true; false for throwaway stages.
+   */
+  readonly terminationProtection?: boolean;
 }
 
 /** A checked stage: what the constructs receive. */
@@ -72,6 +77,7 @@ export interface StageConfig {
   readonly secretsPrefix: string;
   readonly vendReservedConcurrency?: number;
   readonly logRetentionDays: number;
+  readonly terminationProtection: boolean;
 }
 
 /** A stage configuration that cannot be deployed; the message lists every problem. */
@@ -97,6 +103,7 @@ const FIELDS = new Set<string>([
   'secretsPrefix',
   'vendReservedConcurrency',
   'logRetentionDays',
+  'terminationProtection',
 ]);
 const KEY_ISSUING_FIELDS = new Set(['businessApplicationIds', 'schedule', 'requestBody']);
 
@@ -245,6 +252,11 @@ export function validateStage(input: unknown, source = '(stage)'): StageConfig {
     problems.push(`logRetentionDays must be one of ${LOG_RETENTION_DAYS.join(', ')}`);
   }
 
+  const terminationProtection = input.terminationProtection ?? true;
+  if (typeof terminationProtection !== 'boolean') {
+    problems.push('terminationProtection must be true or false');
+  }
+
   if (problems.length > 0 || policy === undefined || keyIssuing === undefined) {
     throw new StageConfigError(source, problems);
   }
@@ -262,6 +274,7 @@ export function validateStage(input: unknown, source = '(stage)'): StageConfig {
     secretsPrefix,
     ...(reserved === undefined ? {} : { vendReservedConcurrency: reserved as number }),
     logRetentionDays: retention as number,
+    terminationProtection: terminationProtection as boolean,
   };
 }
 

@@ -1,4 +1,4 @@
-import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Stack, type StackProps, Tags } from 'aws-cdk-lib';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import type { StageConfig } from './config.js';
@@ -26,8 +26,12 @@ export class TokenVendingStack extends Stack {
   readonly observability: Observability;
 
   constructor(scope: Construct, id: string, props: TokenVendingStackProps) {
-    super(scope, id, props);
+    super(scope, id, { terminationProtection: props.config.terminationProtection, ...props });
     const { config } = props;
+    // On the stack and every resource that takes tags: cost allocation and
+    // finding the stage's resources in the console.
+    Tags.of(this).add('project', 'token-vending');
+    Tags.of(this).add('stage', config.stage);
     const logRetention = config.logRetentionDays as logs.RetentionDays;
 
     this.cache = new TokenCache(this, 'Cache', { stage: config.stage });

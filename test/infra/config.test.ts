@@ -30,6 +30,7 @@ describe('validateStage', () => {
 
     expect(config.unscopedScopeMode).toBe('omit');
     expect(config.logRetentionDays).toBe(365);
+    expect(config.terminationProtection).toBe(true);
     expect(config.policy.principals).toEqual([
       'arn:aws:iam::111122223333:role/checkout',
       'arn:aws:iam::111122223333:role/support',
@@ -93,6 +94,7 @@ describe('validateStage', () => {
       secretsPrefix: '/token-vending/',
       vendReservedConcurrency: 0,
       logRetentionDays: 42,
+      terminationProtection: 'yes',
       colour: 'blue',
     });
 
@@ -114,6 +116,7 @@ describe('validateStage', () => {
       expect.stringMatching(/^secretsPrefix: the secrets prefix must be 1\.\.256 of/),
       'vendReservedConcurrency must be an integer from 1 to 1000',
       expect.stringMatching(/^logRetentionDays must be one of 1, 3, 5, /),
+      'terminationProtection must be true or false',
     ]);
   });
 

@@ -323,6 +323,29 @@ describe('stage variations', () => {
     );
   });
 
+  it('protects the stack from deletion unless the stage turns it off', () => {
+    const { terminationProtection: _, ...rest } = example;
+
+    expect(synth(rest).stack.terminationProtection).toBe(true);
+    expect(synth(stage({ terminationProtection: false })).stack.terminationProtection).toBe(false);
+  });
+
+  it('tags every taggable resource with the project and the stage', () => {
+    const { template } = synth(stage({ stage: 'prod', secretsPrefix: 'token-vending/prod' }));
+    const tags = [
+      { Key: 'project', Value: 'token-vending' },
+      { Key: 'stage', Value: 'prod' },
+    ];
+
+    for (const type of ['AWS::DynamoDB::Table', 'AWS::KMS::Key', 'AWS::Lambda::Function']) {
+      for (const resource of Object.values(template.findResources(type))) {
+        expect(resource.Properties.Tags ?? []).toEqual(expect.arrayContaining(tags));
+      }
+    }
+    // DynamoDB, KMS and Lambda resources above; the table, the key and four functions at least.
+    expect(Object.keys(template.findResources('AWS::Lambda::Function')).length).toBeGreaterThan(3);
+  });
+
   it('names functions, alias and dashboard after the stage', () => {
     const { template } = synth(stage({ stage: 'prod', secretsPrefix: 'token-vending/prod' }));
 
