@@ -4,7 +4,7 @@
  * Node process takes to import it (median of 20), against a bundle that
  * imports only the same AWS SDK clients (issue 9's baseline, with the SDK's
  * full credential chain), and against that bundle with the chain cut the same
- * way (like for like: what the function's own code costs).
+ * way (like for like: what creating the clients and the function's own code cost).
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';

@@ -56,45 +56,44 @@ function fromContainer(init: ChainInit): AwsCredentialIdentityProvider {
 /**
  * Caches credentials as the SDK's default chain does (its internal
  * `memoizeChain`): callers wait for a fetch only when there are no
- * credentials yet, they have expired, or `forceRefresh` asks for it. In the
- * last 5 minutes before expiry callers get the cached credentials at once
- * while one fetch runs in the background; if it fails, the next call starts
- * another. Concurrent callers share one fetch.
+ * credentials yet or they have expired. In the last 5 minutes before expiry
+ * callers get the cached credentials at once while one fetch runs in the
+ * background; if it fails, the next call starts another. `forceRefresh`
+ * callers share a fetch of their own and get its result or its error.
+ * Concurrent callers share one fetch.
  */
-function cacheLikeTheSdk(fetch: AwsCredentialIdentityProvider): CachedProvider {
+export function cacheLikeTheSdk(fetch: AwsCredentialIdentityProvider): CachedProvider {
   let credentials: AwsCredentialIdentity | undefined;
   let waited: Promise<AwsCredentialIdentity> | undefined;
+  let forced: Promise<AwsCredentialIdentity> | undefined;
   let background: Promise<void> | undefined;
-  const fetchAndWait = (options: Parameters<CachedProvider>[0]) => {
-    waited ??= fetch(options)
-      .then((fetched) => {
-        credentials = fetched;
-        return fetched;
-      })
-      .finally(() => {
-        waited = undefined;
-      });
-    return waited;
+  const store = (fetched: AwsCredentialIdentity) => {
+    credentials = fetched;
+    return fetched;
   };
   return async (options) => {
+    if (options?.forceRefresh) {
+      forced ??= fetch(options)
+        .then(store)
+        .finally(() => {
+          forced = undefined;
+        });
+      return forced;
+    }
     const expiresAt = credentials?.expiration?.getTime();
-    if (
-      options?.forceRefresh ||
-      !credentials ||
-      (expiresAt !== undefined && expiresAt <= Date.now())
-    ) {
-      return fetchAndWait(options);
+    if (!credentials || (expiresAt !== undefined && expiresAt <= Date.now())) {
+      waited ??= fetch(options)
+        .then(store)
+        .finally(() => {
+          waited = undefined;
+        });
+      return waited;
     }
     const expiring = expiresAt !== undefined && expiresAt - Date.now() < REFRESH_BEFORE_EXPIRY_MS;
     if (expiring && background === undefined) {
       background = fetch(options)
-        .then(
-          (fetched) => {
-            credentials = fetched;
-          },
-          () => undefined,
-        )
-        .finally(() => {
+        .then(store, () => undefined)
+        .then(() => {
           background = undefined;
         });
     }

@@ -123,7 +123,7 @@ describe('the four function bundles', () => {
       );
       const expected = (i: string) =>
         /@aws-sdk\/client-[a-z-]+\/dist-es\/runtimeConfig\.js$/.test(i) ||
-        i === 'node_modules/@aws-sdk/credential-providers/dist-es/fromNodeProviderChain.js';
+        /node_modules\/@aws-sdk\/credential-providers\/dist-es\/fromNodeProviderChain\.js$/.test(i);
 
       expect(importers.length).toBeGreaterThan(0);
       expect(importers.filter((i) => !expected(i))).toEqual([]);

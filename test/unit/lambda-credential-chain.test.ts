@@ -4,8 +4,11 @@
  * answer kept until 5 minutes before it expires, and a clear error when
  * Lambda provided neither.
  */
+
+import type { AwsCredentialIdentity } from '@smithy/types';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
+  cacheLikeTheSdk,
   defaultProvider,
   NO_LAMBDA_CREDENTIALS,
 } from '../../functions/bundle-aliases/lambda-credential-chain.js';
@@ -198,8 +201,10 @@ describe('the Lambda credential chain', () => {
       (error: unknown) => error,
     );
 
-    // Nothing answers at 169.254.170.2 here: the chain tried it rather than giving up.
+    // Nothing answers at 169.254.170.2 here: the chain tried it (rather than
+    // giving up, or reading the path as a whole URL, a TypeError).
     expect(failure).toBeInstanceOf(Error);
+    expect(failure).not.toBeInstanceOf(TypeError);
     expect((failure as Error).message).not.toBe(NO_LAMBDA_CREDENTIALS);
   });
 
@@ -211,5 +216,110 @@ describe('the Lambda credential chain', () => {
 
     expect(failure).toBeInstanceOf(Error);
     expect((failure as Error).message).toBe(NO_LAMBDA_CREDENTIALS);
+  });
+});
+
+describe('the cache, as the SDK caches its default chain', () => {
+  const MINUTE = 60_000;
+  let fetches: number;
+  let failing: boolean;
+  /** Each fetch answers credentials numbered in order, expiring in `lifetime` ms (none: no expiry). */
+  let lifetime: number | undefined;
+  const fetch = async (): Promise<AwsCredentialIdentity> => {
+    fetches++;
+    if (failing) throw new Error('endpoint down');
+    return {
+      accessKeyId: `AK${fetches}`,
+      secretAccessKey: 'secret',
+      ...(lifetime === undefined ? {} : { expiration: new Date(Date.now() + lifetime) }),
+    };
+  };
+
+  beforeEach(() => {
+    fetches = 0;
+    failing = false;
+    lifetime = 60 * MINUTE;
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+  });
+
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  const later = (ms: number) => vi.setSystemTime(Date.now() + ms);
+
+  it('refreshes exactly in the last 5 minutes, not before', async () => {
+    const provider = cacheLikeTheSdk(fetch);
+    await provider();
+
+    later(55 * MINUTE - 1000);
+    await provider();
+    const before = fetches;
+    later(2000);
+    await provider();
+
+    expect(before).toBe(1);
+    expect(fetches).toBe(2);
+  });
+
+  it('starts one background fetch for many callers in the last 5 minutes', async () => {
+    const provider = cacheLikeTheSdk(fetch);
+    await provider();
+
+    later(56 * MINUTE);
+    const answers = await Promise.all(Array.from({ length: 5 }, () => provider()));
+
+    expect(answers.map((c) => c.accessKeyId)).toEqual(['AK1', 'AK1', 'AK1', 'AK1', 'AK1']);
+    expect(fetches).toBe(2);
+  });
+
+  it('never fetches again credentials that do not expire', async () => {
+    lifetime = undefined;
+    const provider = cacheLikeTheSdk(fetch);
+
+    await provider();
+    later(24 * 60 * MINUTE);
+    await provider();
+
+    expect(fetches).toBe(1);
+  });
+
+  it('fetches on forceRefresh even while the cached ones are good, sharing one fetch', async () => {
+    const provider = cacheLikeTheSdk(fetch);
+    await provider();
+
+    const forced = await Promise.all([
+      provider({ forceRefresh: true }),
+      provider({ forceRefresh: true }),
+    ]);
+    const next = await provider();
+
+    expect(forced.map((c) => c.accessKeyId)).toEqual(['AK2', 'AK2']);
+    expect(next.accessKeyId).toBe('AK2');
+    expect(fetches).toBe(2);
+  });
+
+  it('gives a forced caller its own fetch even while a waited one runs', async () => {
+    const provider = cacheLikeTheSdk(fetch);
+
+    const [first, forced] = await Promise.all([provider(), provider({ forceRefresh: true })]);
+
+    expect([first.accessKeyId, forced.accessKeyId]).toEqual(['AK1', 'AK2']);
+    expect(fetches).toBe(2);
+  });
+
+  it('hands a failed forced fetch to its caller and keeps the cached credentials', async () => {
+    const provider = cacheLikeTheSdk(fetch);
+    await provider();
+    failing = true;
+
+    const failure = await provider({ forceRefresh: true }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    const cached = await provider();
+
+    expect(failure).toBeInstanceOf(Error);
+    expect(cached.accessKeyId).toBe('AK1');
   });
 });
