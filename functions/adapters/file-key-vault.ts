@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { chmod, mkdir, open, rename, rm } from 'node:fs/promises';
+import { chmod, mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { assertBusinessApplicationId } from '../issue-keys/business-application-id.js';
-import { KeyVaultError } from '../issue-keys/errors.js';
+import { KeyVaultError, KeyVaultUnavailableError } from '../issue-keys/errors.js';
 import type { KeyVault } from '../issue-keys/ports.js';
 
 /**
@@ -25,6 +25,18 @@ export class FileKeyVault implements KeyVault {
   locationOf(id: string): string {
     assertBusinessApplicationId(id);
     return join(this.#dir, id);
+  }
+
+  async has(id: string): Promise<boolean> {
+    try {
+      return (await stat(this.locationOf(id))).isFile();
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException | undefined)?.code ?? 'unknown';
+      if (code === 'ENOENT') return false;
+      throw new KeyVaultUnavailableError(`Reading the keys file of ${id} failed (${code})`, {
+        cause: error,
+      });
+    }
   }
 
   async put(

@@ -1,12 +1,14 @@
 import {
   CreateSecretCommand,
+  DescribeSecretCommand,
   PutSecretValueCommand,
   ResourceExistsException,
+  ResourceNotFoundException,
   type SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
 import { ConfigError } from '../core/errors.js';
 import { assertBusinessApplicationId } from '../issue-keys/business-application-id.js';
-import { KeyVaultError } from '../issue-keys/errors.js';
+import { KeyVaultError, KeyVaultUnavailableError } from '../issue-keys/errors.js';
 import type { KeyVault } from '../issue-keys/ports.js';
 
 /** Characters Secrets Manager allows in a secret name. */
@@ -78,6 +80,22 @@ export class SecretsManagerKeyVault implements KeyVault {
   locationOf(id: string): string {
     assertBusinessApplicationId(id);
     return `${this.#prefix}/basic-auth/${id.replaceAll(':', '@')}`;
+  }
+
+  async has(id: string): Promise<boolean> {
+    const name = this.locationOf(id);
+    try {
+      // Metadata only: the role may describe, never read, these secrets.
+      const out = await this.#client.send(new DescribeSecretCommand({ SecretId: name }));
+      return out.DeletedDate === undefined;
+    } catch (error) {
+      if (error instanceof ResourceNotFoundException) return false;
+      const errorName = error instanceof Error ? error.name : 'UnknownError';
+      throw new KeyVaultUnavailableError(
+        `Secrets Manager DescribeSecret of ${name} failed (${errorName})`,
+        { cause: error },
+      );
+    }
   }
 
   async put(

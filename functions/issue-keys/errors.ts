@@ -21,6 +21,8 @@ export type KeyIssuingCode =
   | 'token_rejected'
   /** The keys were issued but not stored; the sealed copy (if it could be made) is kept. */
   | 'store_failed'
+  /** The vault could not say whether keys are stored (for an id with no job record); nothing was issued. */
+  | 'key_vault_unavailable'
   /** The sealed copy could not be unsealed; it is kept, the provider is not called. */
   | 'recovery_failed'
   /** Another run holds this id's lease. */
@@ -105,6 +107,14 @@ export class KeyVaultError extends KeyIssuingError {
   override name = 'KeyVaultError' as const;
   constructor(message: string, options?: { cause?: unknown }) {
     super('store_failed', message, options);
+  }
+}
+
+/** The vault could not say whether an id's keys are stored; nothing was issued. */
+export class KeyVaultUnavailableError extends KeyIssuingError {
+  override name = 'KeyVaultUnavailableError' as const;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('key_vault_unavailable', message, options);
   }
 }
 

@@ -1,6 +1,7 @@
 /**
  * SPEC section 6 for one business application id, under a run lease on its job
- * record: skip when stored, keep one Idempotency-Key until the keys are stored,
+ * record: skip when stored (by the record, or by the vault when there is no
+ * record), keep one Idempotency-Key until the keys are stored,
  * seal the provider's answer into the record before storing it, and store a
  * sealed answer left by an earlier run without calling the provider again.
  */
@@ -81,6 +82,18 @@ export async function issueForId(
     return failed(failureCodeOf(error));
   }
   if (!force && isStored(before)) return { kind: 'skipped' };
+  if (!force && before === undefined) {
+    // No record, but keys may be stored: a recreated table, or locally a restart
+    // (the records were in memory, the key files are not). Never issue over them.
+    try {
+      if (await deps.vault.has(id)) {
+        deps.logger.info('keys already stored, though the job has no record of them; skipped', log);
+        return { kind: 'skipped' };
+      }
+    } catch (error) {
+      return failed(failureCodeOf(error));
+    }
+  }
 
   const nowMs = deps.clock.now();
   let record: KeyJobRecord | undefined;

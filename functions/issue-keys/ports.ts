@@ -115,6 +115,12 @@ export interface KeyVault {
    */
   locationOf(id: string): string;
   /**
+   * Whether keys for `id` are in the vault (a secret or file at `locationOf(id)`, not
+   * scheduled for deletion), asked only when the id has no job record.
+   * @throws KeyVaultUnavailableError when the vault cannot say.
+   */
+  has(id: string): Promise<boolean>;
+  /**
    * Stores `body`, exactly as the provider sent it, as `id`'s current keys. Idempotent for
    * one `version` (the Idempotency-Key): a retried store makes no second version.
    * @throws KeyVaultError

@@ -101,14 +101,20 @@ export class KeyIssuing extends Construct {
     this.fn.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'WriteIssuedKeySecrets',
-        actions: ['secretsmanager:CreateSecret', 'secretsmanager:PutSecretValue'],
+        // DescribeSecret (metadata, never the value): are an id's keys stored
+        // though its job record is gone? Then the job does not issue over them.
+        actions: [
+          'secretsmanager:CreateSecret',
+          'secretsmanager:DescribeSecret',
+          'secretsmanager:PutSecretValue',
+        ],
         resources: [resource],
       }),
     );
     acknowledgeWildcardResource(
       this.fn.role,
       resource,
-      'The job creates one secret per business application, <prefix>/basic-auth/<id>, for ids named at run time (a manual run may name any id), and Secrets Manager appends a random suffix to each name; the wildcard covers exactly that name space under the stage prefix, for CreateSecret and PutSecretValue only (no read, list or delete).',
+      'The job creates one secret per business application, <prefix>/basic-auth/<id>, for ids named at run time (a manual run may name any id), and Secrets Manager appends a random suffix to each name; the wildcard covers exactly that name space under the stage prefix, for CreateSecret, DescribeSecret and PutSecretValue only (no read of a value, no list or delete).',
     );
   }
 }

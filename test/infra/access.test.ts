@@ -264,7 +264,11 @@ describe('least privilege', () => {
       {
         Sid: 'WriteIssuedKeySecrets',
         Effect: 'Allow',
-        Action: ['secretsmanager:CreateSecret', 'secretsmanager:PutSecretValue'],
+        Action: [
+          'secretsmanager:CreateSecret',
+          'secretsmanager:DescribeSecret',
+          'secretsmanager:PutSecretValue',
+        ],
         Resource: secretsArn('token-vending/example/basic-auth/*'),
       },
       failedRuns(),

@@ -4,6 +4,7 @@
  * SigV4-checking local Function URL, Secrets Manager as a stateful fake behind
  * aws-sdk-client-mock. Time is a test clock: backoff never really waits.
  */
+import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
 import { CreateSecretCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { describe, expect, it } from 'vitest';
 import { KeyIssuingFailedError } from '../../functions/issue-keys/errors.js';
@@ -89,6 +90,32 @@ describe('issuing', () => {
     expect(result).toEqual({ issued: [], skipped: ['ba_demo_1'], failed: [] });
     expect(keysSent()).toHaveLength(1);
     expect(kj.h.sim.stats.keysIssued).toBe(1);
+  });
+
+  it('skips an id whose keys are stored though its job record is gone, without calling the provider', async () => {
+    // Prepare: keys stored, then the record lost (a recreated table).
+    await kj.h.job().handle({});
+    const stored = kj.secrets.value(secretName('ba_demo_1'));
+    await kj.h.ddb.send(
+      new DeleteItemCommand({ TableName: kj.h.table, Key: { pk: { S: 'KEYS#ba_demo_1' } } }),
+    );
+
+    // Act
+    const result = await kj.h.job().handle({});
+
+    // Assess
+    expect(result).toEqual({ issued: [], skipped: ['ba_demo_1'], failed: [] });
+    expect(keysSent()).toHaveLength(1);
+    expect(kj.secrets.value(secretName('ba_demo_1'))).toBe(stored);
+  });
+
+  it('issues nothing for an id without a record when Secrets Manager cannot say whether its keys are stored', async () => {
+    kj.secrets.describeFailures = 10;
+
+    const error = await failure(kj.h.job().handle({}));
+
+    expect(error.result.failed).toEqual([{ id: 'ba_demo_1', code: 'key_vault_unavailable' }]);
+    expect(keysSent()).toHaveLength(0);
   });
 
   it('a forced reissue uses a new Idempotency-Key and puts a new secret version', async () => {

@@ -8,9 +8,11 @@
 import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import {
   CreateSecretCommand,
+  DescribeSecretCommand,
   InternalServiceError,
   PutSecretValueCommand,
   ResourceExistsException,
+  ResourceNotFoundException,
   SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
 import { type AwsClientStub, mockClient } from 'aws-sdk-client-mock';
@@ -89,6 +91,8 @@ export class FakeSecretsManager {
   readonly secrets = new Map<string, { current: string; versions: Map<string, string> }>();
   /** Calls left to fail with InternalServiceError. */
   failures = 0;
+  /** DescribeSecret calls left to fail with InternalServiceError. */
+  describeFailures = 0;
 
   constructor(sm: AwsClientStub<SecretsManagerClient>) {
     const failing = () => {
@@ -108,6 +112,17 @@ export class FakeSecretsManager {
         versions: new Map([[token, input.SecretString as string]]),
       });
       return { Name: name, VersionId: token };
+    });
+    sm.on(DescribeSecretCommand).callsFake((input) => {
+      if (this.describeFailures > 0) {
+        this.describeFailures -= 1;
+        throw new InternalServiceError({ message: 'injected failure', $metadata: {} });
+      }
+      const name = input.SecretId as string;
+      if (!this.secrets.has(name)) {
+        throw new ResourceNotFoundException({ message: 'no such secret', $metadata: {} });
+      }
+      return { Name: name };
     });
     sm.on(PutSecretValueCommand).callsFake((input) => {
       failing();

@@ -134,3 +134,16 @@ describe('FileKeyVault', () => {
     expect(await readFile(join(root, 'outside'), 'utf8')).toBe('untouched');
   });
 });
+
+describe('FileKeyVault.has', () => {
+  it('says keys are stored once their file exists', async () => {
+    const vault = new FileKeyVault(root);
+
+    const before = await vault.has('ba_1');
+    await vault.put('ba_1', bytes('{"key":"k"}'), 'v1');
+
+    expect(before).toBe(false);
+    expect(await vault.has('ba_1')).toBe(true);
+    expect(await vault.has('ba_2')).toBe(false);
+  });
+});

@@ -1,8 +1,11 @@
 import {
   CreateSecretCommand,
+  DescribeSecretCommand,
+  InternalServiceError,
   InvalidRequestException,
   PutSecretValueCommand,
   ResourceExistsException,
+  ResourceNotFoundException,
   SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -12,7 +15,7 @@ import {
   secretsPrefixProblem,
 } from '../../functions/adapters/secrets-manager-key-vault.js';
 import { ConfigError } from '../../functions/core/errors.js';
-import { KeyVaultError } from '../../functions/issue-keys/errors.js';
+import { KeyVaultError, KeyVaultUnavailableError } from '../../functions/issue-keys/errors.js';
 
 const sm = mockClient(SecretsManagerClient);
 const client = new SecretsManagerClient({
@@ -138,5 +141,43 @@ describe('SecretsManagerKeyVault', () => {
       expect(secretsPrefixProblem(prefix)).toBeDefined();
     }
     expect(() => new SecretsManagerKeyVault({ client, prefix: 'a b' })).toThrow(ConfigError);
+  });
+});
+
+describe('SecretsManagerKeyVault.has', () => {
+  const vault = () => new SecretsManagerKeyVault({ client, prefix: 'token-vending/prod' });
+
+  it('says keys are stored when the secret exists, from its metadata alone', async () => {
+    sm.on(DescribeSecretCommand).resolves({ Name: 'token-vending/prod/basic-auth/ba_1' });
+
+    expect(await vault().has('ba_1')).toBe(true);
+    expect(sm.commandCalls(DescribeSecretCommand)[0]?.args[0].input).toEqual({
+      SecretId: 'token-vending/prod/basic-auth/ba_1',
+    });
+  });
+
+  it('says not stored when there is no secret, or it is scheduled for deletion', async () => {
+    sm.on(DescribeSecretCommand)
+      .rejectsOnce(new ResourceNotFoundException({ message: 'none', $metadata: {} }))
+      .resolvesOnce({ Name: 'x', DeletedDate: new Date() });
+
+    expect(await vault().has('ba_1')).toBe(false);
+    expect(await vault().has('ba_1')).toBe(false);
+  });
+
+  it('fails with key_vault_unavailable when Secrets Manager cannot answer', async () => {
+    sm.on(DescribeSecretCommand).rejects(
+      new InternalServiceError({ message: 'down', $metadata: {} }),
+    );
+
+    const error = await vault()
+      .has('ba_1')
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+
+    expect(error).toBeInstanceOf(KeyVaultUnavailableError);
+    expect((error as KeyVaultUnavailableError).code).toBe('key_vault_unavailable');
   });
 });
