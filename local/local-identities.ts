@@ -32,15 +32,36 @@ export const DEMO_IDENTITY: LocalIdentity = Object.freeze({
 
 const IdentitiesSchema = v.pipe(
   v.array(
-    v.strictObject({
-      accessKeyId: v.pipe(v.string(), v.regex(/^[A-Z0-9]{16,128}$/)),
-      secretAccessKey: v.pipe(v.string(), v.minLength(1)),
-      sessionToken: v.optional(v.pipe(v.string(), v.minLength(1))),
-      arn: v.pipe(v.string(), v.startsWith('arn:')),
-    }),
+    v.strictObject(
+      {
+        accessKeyId: v.pipe(
+          v.string('must be a string'),
+          v.regex(/^[A-Z0-9]{16,128}$/, 'must be 16 to 128 of A-Z 0-9, as AWS access key ids are'),
+        ),
+        secretAccessKey: v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty')),
+        sessionToken: v.optional(
+          v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty')),
+        ),
+        arn: v.pipe(v.string('must be a string'), v.startsWith('arn:', 'must be an ARN')),
+      },
+      (issue) =>
+        issue.expected === 'never'
+          ? 'is not a field (accessKeyId, secretAccessKey, sessionToken, arn)'
+          : issue.received === 'undefined'
+            ? 'is required'
+            : 'must be an object {"accessKeyId","secretAccessKey","arn"}',
+    ),
   ),
-  v.minLength(1),
+  v.minLength(1, 'must list at least one identity'),
 );
+
+/** `LOCAL_IDENTITIES[1].arn`, from a valibot issue's path. */
+function where(issue: v.BaseIssue<unknown>): string {
+  const path = (issue.path ?? []).map((item) =>
+    typeof item.key === 'number' ? `[${item.key}]` : `.${String(item.key)}`,
+  );
+  return `LOCAL_IDENTITIES${path.join('')}`;
+}
 
 /**
  * `LOCAL_IDENTITIES` (JSON `[{"accessKeyId","secretAccessKey","arn"}]`, each
@@ -57,14 +78,31 @@ export function readLocalIdentities(reader: EnvReader, env: Env): LocalIdentity[
     reader.problem('LOCAL_IDENTITIES is not valid JSON');
     return [DEMO_IDENTITY];
   }
-  const result = v.safeParse(IdentitiesSchema, parsed);
-  if (!result.success) {
+  if (!Array.isArray(parsed)) {
     reader.problem(
-      'LOCAL_IDENTITIES must be a non-empty JSON array of {"accessKeyId","secretAccessKey","arn"} ' +
+      'LOCAL_IDENTITIES must be a JSON array of {"accessKeyId","secretAccessKey","arn"} ' +
         'with an optional non-empty "sessionToken"',
     );
     return [DEMO_IDENTITY];
   }
+  const result = v.safeParse(IdentitiesSchema, parsed);
+  if (!result.success) {
+    // Where and what, never the value (it may be a secret).
+    for (const issue of result.issues) reader.problem(`${where(issue)} ${issue.message}`);
+    return [DEMO_IDENTITY];
+  }
+  // The local URL finds a caller by its access key id: a second entry with the
+  // same id could never sign a request.
+  const first = new Map<string, number>();
+  result.output.forEach((identity, index) => {
+    const earlier = first.get(identity.accessKeyId);
+    if (earlier === undefined) first.set(identity.accessKeyId, index);
+    else {
+      reader.problem(
+        `LOCAL_IDENTITIES[${index}].accessKeyId repeats LOCAL_IDENTITIES[${earlier}]'s: each identity needs its own`,
+      );
+    }
+  });
   return result.output;
 }
 

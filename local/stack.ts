@@ -15,7 +15,7 @@ import {
 import { createVendRuntime, type VendRuntime } from '../functions/vend-token/runtime.js';
 import { startDynamoDbLocal } from './dynamodb-local.js';
 import { startLocalFunctionUrl } from './function-url.js';
-import type { LocalIdentity } from './local-identities.js';
+import { DEMO_IDENTITY, type LocalIdentity } from './local-identities.js';
 import {
   DEMO_PROVIDER_CREDENTIALS,
   type ProviderSimulator,
@@ -60,6 +60,11 @@ export interface StackInfo {
 
 export interface LocalStack {
   readonly info: StackInfo;
+  /**
+   * A query the first identity is granted under the access policy (its first
+   * granted scope, else the unscoped token); undefined when it is granted nothing.
+   */
+  readonly grantedQuery?: string;
   readonly runtime: VendRuntime;
   /** The in-process simulator, when the stack started one. */
   readonly simulator?: ProviderSimulator;
@@ -200,17 +205,40 @@ export async function startLocalStack(
       await writeFile(stackFile, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
       await chmod(stackFile, 0o600);
     }
-    return { info, runtime, ...(simulator ? { simulator } : {}), stop };
+    const caller = info.identity.arn;
+    const grantedScope = info.scopes.find((scope) => vend.policy.allows(caller, scope));
+    const grantedQuery =
+      grantedScope !== undefined
+        ? `min_ttl=300&scope=${encodeURIComponent(grantedScope)}`
+        : vend.policy.allows(caller, undefined)
+          ? 'min_ttl=300'
+          : undefined;
+    return {
+      info,
+      ...(grantedQuery === undefined ? {} : { grantedQuery }),
+      runtime,
+      ...(simulator ? { simulator } : {}),
+      stop,
+    };
   } catch (error) {
     await stop();
     throw error;
   }
 }
 
-/** One shell word, single-quoted. */
-const shellQuote = (value: string): string => `'${value.replace(/'/g, `'\\''`)}'`;
+/** Where a printed curl command takes a `LOCAL_IDENTITIES` secret from (never printed). */
+export const SECRET_VARIABLES = {
+  secretAccessKey: 'LOCAL_SECRET_ACCESS_KEY',
+  sessionToken: 'LOCAL_SESSION_TOKEN',
+} as const;
 
-/** A curl command that works against the stack (parameters sorted and percent-encoded, as curl 7.88 signs them as typed). */
+/**
+ * A curl command that works against the stack (parameters sorted and
+ * percent-encoded, as curl 7.88 signs them as typed). The demo identity's
+ * secret is written out; an identity from `LOCAL_IDENTITIES` is somebody's own,
+ * so its secret and session token are read from the shell variables in
+ * SECRET_VARIABLES instead.
+ */
 export function curlCommand(
   info: StackInfo,
   query = info.scopes[0] === undefined
@@ -218,9 +246,37 @@ export function curlCommand(
     : `min_ttl=300&scope=${encodeURIComponent(info.scopes[0])}`,
 ): string {
   const { identity } = info;
+  const demo = identity.accessKeyId === DEMO_IDENTITY.accessKeyId;
+  const secret = demo ? identity.secretAccessKey : `$${SECRET_VARIABLES.secretAccessKey}`;
   const token =
     identity.sessionToken === undefined
       ? ''
-      : ` -H ${shellQuote(`x-amz-security-token: ${identity.sessionToken}`)}`;
-  return `curl -s --aws-sigv4 "aws:amz:${info.region}:lambda" --user "${identity.accessKeyId}:${identity.secretAccessKey}"${token} "${info.functionUrl}/token?${query}"`;
+      : ` -H "x-amz-security-token: $${SECRET_VARIABLES.sessionToken}"`;
+  return `curl -s --aws-sigv4 "aws:amz:${info.region}:lambda" --user "${identity.accessKeyId}:${secret}"${token} "${info.functionUrl}/token?${query}"`;
+}
+
+/**
+ * What `npm start` prints under "Try:": a curl command for a scope the first
+ * identity is granted, saying so when it is granted nothing, and where the
+ * command takes a `LOCAL_IDENTITIES` secret from.
+ */
+export function tryLines(stack: Pick<LocalStack, 'info' | 'grantedQuery'>): string[] {
+  const { identity } = stack.info;
+  const lines = [`  ${curlCommand(stack.info, stack.grantedQuery)}`];
+  if (stack.grantedQuery === undefined) {
+    lines.push(
+      '  (the first identity is granted nothing under ACCESS_POLICY: this answers 403 access_denied)',
+    );
+  }
+  if (identity.accessKeyId !== DEMO_IDENTITY.accessKeyId) {
+    const variables = [
+      SECRET_VARIABLES.secretAccessKey,
+      ...(identity.sessionToken === undefined ? [] : [SECRET_VARIABLES.sessionToken]),
+    ];
+    lines.push(
+      `  (LOCAL_IDENTITIES[0]'s secret is not printed: set ${variables.join(' and ')} to it first)`,
+    );
+  }
+  lines.push(`  npm run admin -- '{"action":"status"}'`);
+  return lines;
 }

@@ -1,5 +1,5 @@
 import { ConfigError } from '../functions/core/errors.js';
-import { curlCommand, DEFAULT_STACK_FILE, type LocalStack, startLocalStack } from './stack.js';
+import { DEFAULT_STACK_FILE, type LocalStack, startLocalStack, tryLines } from './stack.js';
 
 // `npm start`: runs the local stack until SIGINT or SIGTERM, or until npm ends.
 
@@ -48,8 +48,7 @@ try {
     `Scheduled refresh:          every ${info.refreshIntervalSeconds} s`,
     '',
     'Try:',
-    `  ${curlCommand(info)}`,
-    `  npm run admin -- '{"action":"status"}'`,
+    ...tryLines(stack),
     '',
     'Serving until Ctrl-C.',
   ];

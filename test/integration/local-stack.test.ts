@@ -11,7 +11,13 @@ import { readStackFile } from '../../client/stack-file.js';
 import { ConfigError } from '../../functions/core/errors.js';
 import { DEMO_IDENTITY, type LocalIdentity } from '../../local/local-identities.js';
 import { startProviderSimulator } from '../../local/provider-simulator.js';
-import { curlCommand, type LocalStack, startLocalStack } from '../../local/stack.js';
+import {
+  curlCommand,
+  type LocalStack,
+  SECRET_VARIABLES,
+  startLocalStack,
+  tryLines,
+} from '../../local/stack.js';
 import { quietLogger } from '../support/vend-harness.js';
 
 const run = promisify(execFile);
@@ -165,13 +171,88 @@ describe('a LOCAL_IDENTITIES identity with a session token', () => {
     });
   });
 
-  it.skipIf(!hasCurl)('prints a curl command that sends the session token', async () => {
-    const command = curlCommand(stack.info);
-    expect(command).toContain(`-H 'x-amz-security-token: ${SESSION.sessionToken}'`);
+  it.skipIf(!hasCurl)(
+    'prints a curl command that sends the session token, taking the secrets from the shell',
+    async () => {
+      const lines = tryLines(stack).join('\n');
+      const command = curlCommand(stack.info);
 
-    const { stdout } = await run('sh', ['-c', command]);
+      // Somebody's own key: neither its secret nor its session token is printed.
+      expect(lines).not.toContain(SESSION.secretAccessKey);
+      expect(lines).not.toContain(SESSION.sessionToken);
+      expect(lines).toContain(
+        `set ${SECRET_VARIABLES.secretAccessKey} and ${SECRET_VARIABLES.sessionToken}`,
+      );
+      const { stdout } = await run('sh', ['-c', command], {
+        env: {
+          ...process.env,
+          [SECRET_VARIABLES.secretAccessKey]: SESSION.secretAccessKey,
+          [SECRET_VARIABLES.sessionToken]: SESSION.sessionToken,
+        },
+      });
 
-    expect(JSON.parse(stdout)).toMatchObject({ token_type: 'Bearer', scope: 'ba_demo_1' });
+      expect(JSON.parse(stdout)).toMatchObject({ token_type: 'Bearer', scope: 'ba_demo_1' });
+    },
+  );
+});
+
+describe('the printed curl command under an ACCESS_POLICY', () => {
+  const POLICY_ARN = 'arn:aws:iam::111122223333:role/reporting';
+  const startWith = (grant: Record<string, unknown>) =>
+    startLocalStack(
+      {
+        PORT: '0',
+        DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'),
+        TABLE_NAME: `stack-grants-${Date.now()}`,
+        LOCAL_IDENTITIES: JSON.stringify([SESSION]),
+        ACCESS_POLICY: JSON.stringify({
+          scopes: ['ba_demo_1', 'ba_demo_2'],
+          grants: [{ principal: POLICY_ARN, ...grant }],
+        }),
+      },
+      { stackFile: null, logger: quietLogger() },
+    );
+  const secrets = {
+    ...process.env,
+    [SECRET_VARIABLES.secretAccessKey]: SESSION.secretAccessKey,
+    [SECRET_VARIABLES.sessionToken]: SESSION.sessionToken,
+  };
+
+  it.skipIf(!hasCurl)('asks for a scope the first identity is granted', async () => {
+    // Regression: it always asked for the first configured scope, and got 403.
+    const stack = await startWith({ scopes: ['ba_demo_2'] });
+    try {
+      const command = tryLines(stack)[0] as string;
+
+      const { stdout } = await run('sh', ['-c', command], { env: secrets });
+
+      expect(JSON.parse(stdout)).toMatchObject({ token_type: 'Bearer', scope: 'ba_demo_2' });
+    } finally {
+      await stack.stop();
+    }
+  });
+
+  it.skipIf(!hasCurl)('asks for the unscoped token when that is all it is granted', async () => {
+    const stack = await startWith({ unscoped: true });
+    try {
+      const command = tryLines(stack)[0] as string;
+
+      const { stdout } = await run('sh', ['-c', command], { env: secrets });
+
+      expect(command).not.toContain('scope=');
+      expect(JSON.parse(stdout)).toMatchObject({ token_type: 'Bearer' });
+    } finally {
+      await stack.stop();
+    }
+  });
+
+  it('says so when the first identity is granted nothing', async () => {
+    const stack = await startWith({ scopes: [] });
+    try {
+      expect(tryLines(stack)[1]).toContain('granted nothing under ACCESS_POLICY');
+    } finally {
+      await stack.stop();
+    }
   });
 });
 
@@ -286,8 +367,48 @@ describe('local stack configuration', () => {
     });
 
     expect(error).toBeInstanceOf(ConfigError);
-    expect(error.message).toContain('LOCAL_IDENTITIES must be');
+    expect(error.message).toContain('LOCAL_IDENTITIES[0].sessionToken must not be empty');
     expect(error.message).not.toContain(SESSION.secretAccessKey);
+  });
+
+  it('names the entry and the field of each LOCAL_IDENTITIES problem, never a value', async () => {
+    const error = await failure({
+      LOCAL_IDENTITIES: JSON.stringify([
+        { ...SESSION, accessKeyId: 'AKIAUSER1' },
+        { ...SESSION, secretAccessKey: '' },
+        { ...SESSION, arn: 'nope' },
+        { ...SESSION, colour: 'blue' },
+        { accessKeyId: SESSION.accessKeyId, arn: SESSION.arn },
+      ]),
+    });
+
+    expect(error).toBeInstanceOf(ConfigError);
+    for (const problem of [
+      'LOCAL_IDENTITIES[0].accessKeyId must be 16 to 128 of A-Z 0-9',
+      'LOCAL_IDENTITIES[1].secretAccessKey must not be empty',
+      'LOCAL_IDENTITIES[2].arn must be an ARN',
+      'LOCAL_IDENTITIES[3].colour is not a field',
+      'LOCAL_IDENTITIES[4].secretAccessKey is required',
+    ]) {
+      expect(error.message).toContain(problem);
+    }
+    expect(error.message).not.toContain(SESSION.secretAccessKey);
+    expect(error.message).not.toContain('AKIAUSER1');
+  });
+
+  it('refuses two LOCAL_IDENTITIES with one access key id: the second could never sign', async () => {
+    // Regression: both were accepted, and requests signed with the second secret got 403.
+    const error = await failure({
+      LOCAL_IDENTITIES: JSON.stringify([
+        SESSION,
+        { ...SESSION, secretAccessKey: 'anotherSecret', arn: DEMO_SESSION_ARN },
+      ]),
+    });
+
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.message).toContain(
+      "LOCAL_IDENTITIES[1].accessKeyId repeats LOCAL_IDENTITIES[0]'s",
+    );
   });
 
   it('refuses, without ACCESS_POLICY, an identity the default policy cannot name', async () => {
