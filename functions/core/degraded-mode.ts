@@ -4,7 +4,7 @@ import { isServable } from './freshness.js';
 import type { MemoryTokenCache } from './memory-cache.js';
 import { mintToken } from './mint-token.js';
 import type { ProviderCredentials, RefreshFailure, Token } from './ports.js';
-import { backingOff, failureOf } from './refresh-failure.js';
+import { afterRecordedFailure, backingOff, failureOf } from './refresh-failure.js';
 import { isRevoked } from './revocation.js';
 import { outcome, type TokenServiceDeps, type VendResult } from './token-service-types.js';
 
@@ -57,7 +57,7 @@ export class DegradedMode {
       token = await mintToken(this.#deps, scope, credentials, nowMs + this.#leaseMs);
     } catch (error) {
       this.#failures.set(key, failureOf(error, this.#deps.clock.now()));
-      throw error;
+      throw afterRecordedFailure(error, this.#backoffMs);
     }
     this.#failures.delete(key);
     this.#l1.set(key, token, epochSeconds(this.#deps.clock));

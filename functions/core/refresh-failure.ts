@@ -26,6 +26,20 @@ export function recentFailure(code: string | undefined, retryAfter: number): Ven
   }
 }
 
+/**
+ * The error of a failed refresh as its caller gets it, once the failure is
+ * recorded: a Retry-After shorter than the back-off the record now starts (a
+ * provider's `Retry-After: 0`, say) would send the caller back only to be
+ * answered from the back-off, so it is raised to the back-off's length.
+ */
+export function afterRecordedFailure(error: unknown, backoffMs: number): unknown {
+  const backoffSeconds = Math.ceil(backoffMs / 1000);
+  if (!(error instanceof UpstreamUnavailableError) || error.retryAfter >= backoffSeconds) {
+    return error;
+  }
+  return new UpstreamUnavailableError(error.message, backoffSeconds, { cause: error });
+}
+
 /** A failed refresh as recorded: when, and the SPEC code of its error. */
 export function failureOf(error: unknown, atMs: number): RefreshFailure {
   return { atMs, code: error instanceof VendError ? error.code : 'internal_error' };

@@ -13,7 +13,12 @@ import { LeaseWatch, MAX_CLOCK_SKEW_MS } from './lease-watch.js';
 import { MemoryTokenCache, SingleFlight } from './memory-cache.js';
 import { mintToken } from './mint-token.js';
 import type { LeaseHolder, ProviderCredentials, RefreshFailure, Token } from './ports.js';
-import { FailureBackoff, failureOf, recentFailure } from './refresh-failure.js';
+import {
+  afterRecordedFailure,
+  FailureBackoff,
+  failureOf,
+  recentFailure,
+} from './refresh-failure.js';
 import { isRevoked } from './revocation.js';
 import {
   outcome,
@@ -295,7 +300,7 @@ export class TokenService {
         });
         return { token: servable, outcome: outcome('l2', flags) };
       }
-      throw error;
+      throw afterRecordedFailure(error, this.#failureBackoffMs);
     }
     let degraded = flags.degraded ?? false;
     try {

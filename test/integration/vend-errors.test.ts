@@ -204,6 +204,20 @@ describe('vend API answers', () => {
     expect(sim.stats.tokenRequests).toBe(3);
   });
 
+  it('never tells the failing caller to come back sooner than the back-off its failure starts', async () => {
+    // Regression: the provider's Retry-After: 0 was passed on, and the retry
+    // then landed in the 5 s back-off and got another 503.
+    sim.injectTokenFault({ kind: 'status', status: 503, retryAfter: 0 }, 3);
+
+    const first = await vend(instance(), urlEvent({ query: 'scope=ba_demo_1' }));
+    const retried = await vend(instance(), urlEvent({ query: 'scope=ba_demo_1' }));
+
+    expectProblem(first, 503, 'upstream_unavailable');
+    expect(first.headers['retry-after']).toBe('5');
+    expectProblem(retried, 503, 'upstream_unavailable');
+    expect(sim.stats.tokenRequests).toBe(3);
+  });
+
   it('503 quickly for other callers right after a failed refresh, without calling again', async () => {
     sim.injectTokenFault({ kind: 'status', status: 500 }, 3);
     await vend(instance(), urlEvent({ query: 'scope=ba_demo_1' }));
