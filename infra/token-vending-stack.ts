@@ -26,7 +26,7 @@ export class TokenVendingStack extends Stack {
   readonly observability: Observability;
 
   constructor(scope: Construct, id: string, props: TokenVendingStackProps) {
-    super(scope, id, { terminationProtection: props.config.terminationProtection, ...props });
+    super(scope, id, { ...props, terminationProtection: props.config.terminationProtection });
     const { config } = props;
     // On the stack and every resource that takes tags: cost allocation and
     // finding the stage's resources in the console.

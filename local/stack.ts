@@ -226,6 +226,12 @@ export async function startLocalStack(
   }
 }
 
+/** The built-in demo identity, as opposed to somebody's own that reuses its key id. */
+export const isDemoIdentity = (identity: LocalIdentity): boolean =>
+  identity.accessKeyId === DEMO_IDENTITY.accessKeyId &&
+  identity.secretAccessKey === DEMO_IDENTITY.secretAccessKey &&
+  identity.sessionToken === undefined;
+
 /** Where a printed curl command takes a `LOCAL_IDENTITIES` secret from (never printed). */
 export const SECRET_VARIABLES = {
   secretAccessKey: 'LOCAL_SECRET_ACCESS_KEY',
@@ -246,7 +252,7 @@ export function curlCommand(
     : `min_ttl=300&scope=${encodeURIComponent(info.scopes[0])}`,
 ): string {
   const { identity } = info;
-  const demo = identity.accessKeyId === DEMO_IDENTITY.accessKeyId;
+  const demo = isDemoIdentity(identity);
   const secret = demo ? identity.secretAccessKey : `$${SECRET_VARIABLES.secretAccessKey}`;
   const token =
     identity.sessionToken === undefined
@@ -268,7 +274,7 @@ export function tryLines(stack: Pick<LocalStack, 'info' | 'grantedQuery'>): stri
       '  (the first identity is granted nothing under ACCESS_POLICY: this answers 403 access_denied)',
     );
   }
-  if (identity.accessKeyId !== DEMO_IDENTITY.accessKeyId) {
+  if (!isDemoIdentity(identity)) {
     const variables = [
       SECRET_VARIABLES.secretAccessKey,
       ...(identity.sessionToken === undefined ? [] : [SECRET_VARIABLES.sessionToken]),

@@ -1,5 +1,11 @@
 import { ConfigError } from '../functions/core/errors.js';
-import { DEFAULT_STACK_FILE, type LocalStack, startLocalStack, tryLines } from './stack.js';
+import {
+  DEFAULT_STACK_FILE,
+  isDemoIdentity,
+  type LocalStack,
+  startLocalStack,
+  tryLines,
+} from './stack.js';
 
 // `npm start`: runs the local stack until SIGINT or SIGTERM, or until npm ends.
 
@@ -42,7 +48,7 @@ try {
     `Token vending function URL: ${info.functionUrl}  (SigV4, service lambda, region ${info.region})`,
     `Provider:                   ${info.providerUrl}${info.providerSimulated ? '  (simulator)' : ''}`,
     `DynamoDB:                   ${info.dynamodbEndpoint}  table ${info.tableName}`,
-    `Demo identity:              ${info.identity.arn}`,
+    `${isDemoIdentity(info.identity) ? 'Demo identity: ' : 'Identity:      '}             ${info.identity.arn}`,
     `                            access key ${info.identity.accessKeyId}${info.identity.sessionToken === undefined ? '' : ' (temporary: send its session token as X-Amz-Security-Token)'}`,
     `Stack file:                 ${DEFAULT_STACK_FILE}  (sealing key beside it, mode 0600)`,
     `Scheduled refresh:          every ${info.refreshIntervalSeconds} s`,

@@ -28,8 +28,9 @@ export class FileKeyVault implements KeyVault {
   }
 
   async has(id: string): Promise<boolean> {
+    let isFile: boolean;
     try {
-      return (await stat(this.locationOf(id))).isFile();
+      isFile = (await stat(this.locationOf(id))).isFile();
     } catch (error) {
       const code = (error as NodeJS.ErrnoException | undefined)?.code ?? 'unknown';
       if (code === 'ENOENT') return false;
@@ -37,6 +38,9 @@ export class FileKeyVault implements KeyVault {
         cause: error,
       });
     }
+    // Something else at that path: writing the keys there would fail.
+    if (!isFile) throw new KeyVaultUnavailableError(`The keys path of ${id} is not a file`);
+    return true;
   }
 
   async put(

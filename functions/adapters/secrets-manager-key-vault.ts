@@ -87,8 +87,18 @@ export class SecretsManagerKeyVault implements KeyVault {
     try {
       // Metadata only: the role may describe, never read, these secrets.
       const out = await this.#client.send(new DescribeSecretCommand({ SecretId: name }));
-      return out.DeletedDate === undefined;
+      if (out.DeletedDate !== undefined) {
+        // Neither CreateSecret nor PutSecretValue takes it now: issuing would only fail to store.
+        throw new KeyVaultUnavailableError(
+          `Secret ${name} is scheduled for deletion: restore it (or wait until it is deleted) before issuing keys`,
+        );
+      }
+      // Keys are stored once the secret has a current value (not a placeholder without one).
+      return Object.values(out.VersionIdsToStages ?? {}).some((stages) =>
+        stages.includes('AWSCURRENT'),
+      );
     } catch (error) {
+      if (error instanceof KeyVaultUnavailableError) throw error;
       if (error instanceof ResourceNotFoundException) return false;
       const errorName = error instanceof Error ? error.name : 'UnknownError';
       throw new KeyVaultUnavailableError(

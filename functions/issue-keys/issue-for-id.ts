@@ -58,6 +58,14 @@ function unsealed(text: string, encoding: SealedEncoding): Uint8Array {
 const isStored = (record: KeyJobRecord | undefined): boolean => record?.state === 'stored';
 
 /**
+ * The record neither knows of stored keys nor holds an issue in progress: there
+ * is none, or only a refused one that never stored anything. Only the vault can
+ * tell then whether keys are stored.
+ */
+const knowsNothingStored = (record: KeyJobRecord | undefined): boolean =>
+  record === undefined || (record.state === 'rejected' && record.storedAt === undefined);
+
+/**
  * Processes one id. Per-id failures are returned, never thrown; `force` issues a new
  * key set even when one is stored (an unfinished issue is finished first, see README).
  */
@@ -82,16 +90,25 @@ export async function issueForId(
     return failed(failureCodeOf(error));
   }
   if (!force && isStored(before)) return { kind: 'skipped' };
-  if (!force && before === undefined) {
-    // No record, but keys may be stored: a recreated table, or locally a restart
-    // (the records were in memory, the key files are not). Never issue over them.
+  if (!force && knowsNothingStored(before)) {
+    // Keys may be stored all the same: a recreated table, or locally a restart
+    // (the records were in memory, the key files are not), then maybe a refused
+    // forced reissue. Never issue over them.
     try {
       if (await deps.vault.has(id)) {
         deps.logger.info('keys already stored, though the job has no record of them; skipped', log);
         return { kind: 'skipped' };
       }
     } catch (error) {
-      return failed(failureCodeOf(error));
+      const code = failureCodeOf(error);
+      deps.logger.warn('could not tell whether keys are stored; nothing issued', {
+        ...log,
+        code,
+        errorName: error instanceof Error ? error.name : 'UnknownError',
+        causeName:
+          error instanceof Error && error.cause instanceof Error ? error.cause.name : undefined,
+      });
+      return failed(code);
     }
   }
 

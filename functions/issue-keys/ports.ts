@@ -115,9 +115,10 @@ export interface KeyVault {
    */
   locationOf(id: string): string;
   /**
-   * Whether keys for `id` are in the vault (a secret or file at `locationOf(id)`, not
-   * scheduled for deletion), asked only when the id has no job record.
-   * @throws KeyVaultUnavailableError when the vault cannot say.
+   * Whether keys for `id` are in the vault (a secret with a current value, or a file,
+   * at `locationOf(id)`), asked when the job record knows of none.
+   * @throws KeyVaultUnavailableError when the vault cannot say, or could not take keys
+   *   (a secret scheduled for deletion, something other than a file at the path).
    */
   has(id: string): Promise<boolean>;
   /**

@@ -109,6 +109,37 @@ describe('issuing', () => {
     expect(kj.secrets.value(secretName('ba_demo_1'))).toBe(stored);
   });
 
+  it('skips stored keys after the record was lost and a forced reissue was then refused', async () => {
+    // Prepare: keys stored, record lost, a forced reissue refused (403): a
+    // rejected record that never stored anything.
+    await kj.h.job().handle({});
+    const stored = kj.secrets.value(secretName('ba_demo_1'));
+    await kj.h.ddb.send(
+      new DeleteItemCommand({ TableName: kj.h.table, Key: { pk: { S: 'KEYS#ba_demo_1' } } }),
+    );
+    kj.h.sim.injectKeysFault({ kind: 'status', status: 403 });
+    await failure(kj.h.job().handle({ businessApplicationIds: ['ba_demo_1'], force: true }));
+
+    // Act
+    const result = await kj.h.job().handle({});
+
+    // Assess
+    expect(result).toEqual({ issued: [], skipped: ['ba_demo_1'], failed: [] });
+    expect(kj.secrets.value(secretName('ba_demo_1'))).toBe(stored);
+  });
+
+  it('a forced reissue does not ask the vault: it issues even over stored keys without a record', async () => {
+    await kj.h.job().handle({});
+    await kj.h.ddb.send(
+      new DeleteItemCommand({ TableName: kj.h.table, Key: { pk: { S: 'KEYS#ba_demo_1' } } }),
+    );
+
+    const result = await kj.h.job().handle({ businessApplicationIds: ['ba_demo_1'], force: true });
+
+    expect(result).toEqual({ issued: ['ba_demo_1'], skipped: [], failed: [] });
+    expect(kj.h.sim.stats.keysIssued).toBe(2);
+  });
+
   it('issues nothing for an id without a record when Secrets Manager cannot say whether its keys are stored', async () => {
     kj.secrets.describeFailures = 10;
 

@@ -15,6 +15,7 @@ import {
   curlCommand,
   type LocalStack,
   SECRET_VARIABLES,
+  type StackInfo,
   startLocalStack,
   tryLines,
 } from '../../local/stack.js';
@@ -244,6 +245,27 @@ describe('the printed curl command under an ACCESS_POLICY', () => {
     } finally {
       await stack.stop();
     }
+  });
+
+  it('never prints the secret of an identity that reuses the demo key id', () => {
+    const identity = {
+      ...DEMO_IDENTITY,
+      secretAccessKey: 'aSecretOfMyOwn0000000000000000000000000',
+    };
+    const info = {
+      region: 'us-east-1',
+      functionUrl: 'http://127.0.0.1:8787',
+      scopes: ['ba_demo_1'],
+      identity,
+    } as unknown as StackInfo;
+
+    const lines = tryLines({ info }).join('\n');
+
+    expect(lines).not.toContain(identity.secretAccessKey);
+    expect(lines).toContain(`$${SECRET_VARIABLES.secretAccessKey}`);
+    expect(curlCommand({ ...info, identity: DEMO_IDENTITY })).toContain(
+      DEMO_IDENTITY.secretAccessKey,
+    );
   });
 
   it('says so when the first identity is granted nothing', async () => {

@@ -82,3 +82,24 @@ it('serves through a DynamoDB outage from L1 or the provider, and goes back to t
   }
   expect(mintsAfter).toBe(0);
 });
+
+it('during an outage, never tells the caller whose mint failed to come back before the back-off ends', async () => {
+  // Regression: degraded mode passed on the provider's Retry-After: 0 while its
+  // own 5 s back-off made a sooner retry another 503.
+  const clock = new TestClock({ virtualSleep: true });
+  const instance = fleetInstance({ sim, store: new DynamoDbTokenStore(client, table), clock });
+  await proxy.down();
+  try {
+    sim.injectTokenFault({ kind: 'status', status: 503, retryAfter: 0 }, 3);
+
+    const failed = await ask(instance, 'ba_demo_2');
+    const retried = await ask(instance, 'ba_demo_2');
+
+    expect(failed.status).toBe(503);
+    expect(failed.headers['retry-after']).toBe('5');
+    expect(retried.status).toBe(503);
+    expect(sim.stats.tokenRequests).toBe(3);
+  } finally {
+    await proxy.up();
+  }
+});

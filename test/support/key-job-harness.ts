@@ -119,10 +119,11 @@ export class FakeSecretsManager {
         throw new InternalServiceError({ message: 'injected failure', $metadata: {} });
       }
       const name = input.SecretId as string;
-      if (!this.secrets.has(name)) {
+      const secret = this.secrets.get(name);
+      if (!secret) {
         throw new ResourceNotFoundException({ message: 'no such secret', $metadata: {} });
       }
-      return { Name: name };
+      return { Name: name, VersionIdsToStages: { [secret.current]: ['AWSCURRENT'] } };
     });
     sm.on(PutSecretValueCommand).callsFake((input) => {
       failing();

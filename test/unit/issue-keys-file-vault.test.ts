@@ -1,9 +1,9 @@
-import { mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FileKeyVault } from '../../functions/adapters/file-key-vault.js';
-import { KeyVaultError } from '../../functions/issue-keys/errors.js';
+import { KeyVaultError, KeyVaultUnavailableError } from '../../functions/issue-keys/errors.js';
 
 // rename is wrapped so a test can hold the write between the temp file and the swap.
 vi.mock('node:fs/promises', async (importOriginal) => {
@@ -145,5 +145,28 @@ describe('FileKeyVault.has', () => {
     expect(before).toBe(false);
     expect(await vault.has('ba_1')).toBe(true);
     expect(await vault.has('ba_2')).toBe(false);
+  });
+
+  it('cannot say, rather than say no, when the path cannot be read or is no file', async () => {
+    // A file where the directory should be (ENOTDIR), and a directory where a keys file should be.
+    await writeFile(join(root, 'basic-auth'), 'not a directory');
+    const blocked = new FileKeyVault(root);
+    const other = await mkdtemp(join(tmpdir(), 'key-vault-'));
+    const vault = new FileKeyVault(other);
+    await vault.put('ba_1', bytes('{}'), 'v1');
+    await rm(join(other, 'basic-auth', 'ba_1'));
+    await mkdir(join(other, 'basic-auth', 'ba_1'));
+
+    try {
+      for (const check of [blocked.has('ba_1'), vault.has('ba_1')]) {
+        const error = await check.then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).toBeInstanceOf(KeyVaultUnavailableError);
+      }
+    } finally {
+      await rm(other, { recursive: true, force: true });
+    }
   });
 });

@@ -147,8 +147,11 @@ describe('SecretsManagerKeyVault', () => {
 describe('SecretsManagerKeyVault.has', () => {
   const vault = () => new SecretsManagerKeyVault({ client, prefix: 'token-vending/prod' });
 
-  it('says keys are stored when the secret exists, from its metadata alone', async () => {
-    sm.on(DescribeSecretCommand).resolves({ Name: 'token-vending/prod/basic-auth/ba_1' });
+  it('says keys are stored when the secret has a current value, from its metadata alone', async () => {
+    sm.on(DescribeSecretCommand).resolves({
+      Name: 'token-vending/prod/basic-auth/ba_1',
+      VersionIdsToStages: { v1: ['AWSPREVIOUS'], v2: ['AWSCURRENT'] },
+    });
 
     expect(await vault().has('ba_1')).toBe(true);
     expect(sm.commandCalls(DescribeSecretCommand)[0]?.args[0].input).toEqual({
@@ -156,13 +159,31 @@ describe('SecretsManagerKeyVault.has', () => {
     });
   });
 
-  it('says not stored when there is no secret, or it is scheduled for deletion', async () => {
+  it('says not stored when there is no secret, or one without a value (a placeholder)', async () => {
     sm.on(DescribeSecretCommand)
       .rejectsOnce(new ResourceNotFoundException({ message: 'none', $metadata: {} }))
-      .resolvesOnce({ Name: 'x', DeletedDate: new Date() });
+      .resolvesOnce({ Name: 'x' });
 
     expect(await vault().has('ba_1')).toBe(false);
     expect(await vault().has('ba_1')).toBe(false);
+  });
+
+  it('refuses a secret scheduled for deletion: keys issued now could not be stored', async () => {
+    sm.on(DescribeSecretCommand).resolves({
+      Name: 'x',
+      DeletedDate: new Date(),
+      VersionIdsToStages: { v1: ['AWSCURRENT'] },
+    });
+
+    const error = await vault()
+      .has('ba_1')
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+
+    expect(error).toBeInstanceOf(KeyVaultUnavailableError);
+    expect((error as Error).message).toContain('scheduled for deletion');
   });
 
   it('fails with key_vault_unavailable when Secrets Manager cannot answer', async () => {
