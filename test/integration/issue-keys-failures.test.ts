@@ -7,12 +7,8 @@ import {
   InvalidKeyIssuingRequestError,
   KeyIssuingFailedError,
 } from '../../functions/issue-keys/errors.js';
-import {
-  keyJobRecord,
-  rejection,
-  UNGRANTED,
-  useSecretsManagerKeyJobs,
-} from '../support/key-job-harness.js';
+import { keyJobRecord, UNGRANTED, useSecretsManagerKeyJobs } from '../support/key-job-harness.js';
+import { rejection } from '../support/rejection.js';
 
 const kj = useSecretsManagerKeyJobs('tvm-test');
 

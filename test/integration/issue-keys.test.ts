@@ -8,7 +8,8 @@ import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
 import { CreateSecretCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { describe, expect, it } from 'vitest';
 import { KeyIssuingFailedError } from '../../functions/issue-keys/errors.js';
-import { keyJobRecord, rejection, useSecretsManagerKeyJobs } from '../support/key-job-harness.js';
+import { keyJobRecord, useSecretsManagerKeyJobs } from '../support/key-job-harness.js';
+import { rejection } from '../support/rejection.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const PREFIX = 'tvm-test';

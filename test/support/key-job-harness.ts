@@ -16,7 +16,7 @@ import {
   SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
 import { type AwsClientStub, mockClient } from 'aws-sdk-client-mock';
-import { afterEach, beforeEach, expect } from 'vitest';
+import { afterEach, beforeEach } from 'vitest';
 import { TokenVendingClient } from '../../client/index.js';
 import { DynamoDbKeyJobStore } from '../../functions/adapters/dynamodb-key-job-store.js';
 import { AesGcmSealer } from '../../functions/adapters/sealers.js';
@@ -292,17 +292,4 @@ export async function keyJobRecord(h: KeyJobHarness, id: string) {
     }),
   );
   return out.Item ?? {};
-}
-
-/** The error `promise` rejects with, checked to be a `type`. */
-export async function rejection<T>(
-  promise: Promise<unknown>,
-  type: new (...args: never[]) => T,
-): Promise<T> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(type);
-  return error as T;
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FileKeyVault } from '../../functions/adapters/file-key-vault.js';
 import { KeyVaultError, KeyVaultUnavailableError } from '../../functions/issue-keys/errors.js';
+import { rejection } from '../support/rejection.js';
 
 // rename is wrapped so a test can hold the write between the temp file and the swap.
 vi.mock('node:fs/promises', async (importOriginal) => {
@@ -159,11 +160,7 @@ describe('FileKeyVault.has', () => {
 
     try {
       for (const check of [blocked.has('ba_1'), vault.has('ba_1')]) {
-        const error = await check.then(
-          () => undefined,
-          (e: unknown) => e,
-        );
-        expect(error).toBeInstanceOf(KeyVaultUnavailableError);
+        await rejection(check, KeyVaultUnavailableError);
       }
     } finally {
       await rm(other, { recursive: true, force: true });

@@ -16,6 +16,7 @@ import {
 } from '../../functions/adapters/secrets-manager-key-vault.js';
 import { ConfigError } from '../../functions/core/errors.js';
 import { KeyVaultError, KeyVaultUnavailableError } from '../../functions/issue-keys/errors.js';
+import { rejection } from '../support/rejection.js';
 
 const sm = mockClient(SecretsManagerClient);
 const client = new SecretsManagerClient({
@@ -175,15 +176,9 @@ describe('SecretsManagerKeyVault.has', () => {
       VersionIdsToStages: { v1: ['AWSCURRENT'] },
     });
 
-    const error = await vault()
-      .has('ba_1')
-      .then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+    const error = await rejection(vault().has('ba_1'), KeyVaultUnavailableError);
 
-    expect(error).toBeInstanceOf(KeyVaultUnavailableError);
-    expect((error as Error).message).toContain('scheduled for deletion');
+    expect(error.message).toContain('scheduled for deletion');
   });
 
   it('fails with key_vault_unavailable when Secrets Manager cannot answer', async () => {
@@ -191,14 +186,8 @@ describe('SecretsManagerKeyVault.has', () => {
       new InternalServiceError({ message: 'down', $metadata: {} }),
     );
 
-    const error = await vault()
-      .has('ba_1')
-      .then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+    const error = await rejection(vault().has('ba_1'), KeyVaultUnavailableError);
 
-    expect(error).toBeInstanceOf(KeyVaultUnavailableError);
-    expect((error as KeyVaultUnavailableError).code).toBe('key_vault_unavailable');
+    expect(error.code).toBe('key_vault_unavailable');
   });
 });
