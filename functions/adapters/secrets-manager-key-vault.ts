@@ -1,6 +1,7 @@
 import {
   CreateSecretCommand,
   DescribeSecretCommand,
+  type DescribeSecretCommandOutput,
   PutSecretValueCommand,
   ResourceExistsException,
   ResourceNotFoundException,
@@ -47,9 +48,14 @@ function secretValue(body: Uint8Array): { SecretString: string } | { SecretBinar
   }
 }
 
-function wrap(operation: string, name: string, error: unknown): KeyVaultError {
+function wrap(
+  operation: string,
+  name: string,
+  error: unknown,
+  As: typeof KeyVaultError | typeof KeyVaultUnavailableError = KeyVaultError,
+): KeyVaultError | KeyVaultUnavailableError {
   const errorName = error instanceof Error ? error.name : 'UnknownError';
-  return new KeyVaultError(`Secrets Manager ${operation} of ${name} failed (${errorName})`, {
+  return new As(`Secrets Manager ${operation} of ${name} failed (${errorName})`, {
     cause: error,
   });
 }
@@ -84,28 +90,24 @@ export class SecretsManagerKeyVault implements KeyVault {
 
   async has(id: string): Promise<boolean> {
     const name = this.locationOf(id);
+    let out: DescribeSecretCommandOutput;
     try {
       // Metadata only: the role may describe, never read, these secrets.
-      const out = await this.#client.send(new DescribeSecretCommand({ SecretId: name }));
-      if (out.DeletedDate !== undefined) {
-        // Neither CreateSecret nor PutSecretValue takes it now: issuing would only fail to store.
-        throw new KeyVaultUnavailableError(
-          `Secret ${name} is scheduled for deletion: restore it (or wait until it is deleted) before issuing keys`,
-        );
-      }
-      // Keys are stored once the secret has a current value (not a placeholder without one).
-      return Object.values(out.VersionIdsToStages ?? {}).some((stages) =>
-        stages.includes('AWSCURRENT'),
-      );
+      out = await this.#client.send(new DescribeSecretCommand({ SecretId: name }));
     } catch (error) {
-      if (error instanceof KeyVaultUnavailableError) throw error;
       if (error instanceof ResourceNotFoundException) return false;
-      const errorName = error instanceof Error ? error.name : 'UnknownError';
+      throw wrap('DescribeSecret', name, error, KeyVaultUnavailableError);
+    }
+    if (out.DeletedDate !== undefined) {
+      // Neither CreateSecret nor PutSecretValue takes it now: issuing would only fail to store.
       throw new KeyVaultUnavailableError(
-        `Secrets Manager DescribeSecret of ${name} failed (${errorName})`,
-        { cause: error },
+        `Secret ${name} is scheduled for deletion: restore it (or wait until it is deleted) before issuing keys`,
       );
     }
+    // Keys are stored once the secret has a current value (not a placeholder without one).
+    return Object.values(out.VersionIdsToStages ?? {}).some((stages) =>
+      stages.includes('AWSCURRENT'),
+    );
   }
 
   async put(

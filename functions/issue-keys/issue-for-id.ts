@@ -1,7 +1,7 @@
 /**
  * SPEC section 6 for one business application id, under a run lease on its job
- * record: skip when stored (by the record, or by the vault when there is no
- * record), keep one Idempotency-Key until the keys are stored,
+ * record: skip when stored (as the record says, or the vault when the record
+ * knows of no stored keys), keep one Idempotency-Key until the keys are stored,
  * seal the provider's answer into the record before storing it, and store a
  * sealed answer left by an earlier run without calling the provider again.
  */
@@ -38,6 +38,12 @@ export function failureCodeOf(error: unknown): FailureCode {
   if (error instanceof TokenVendingError) return error.code;
   return 'internal_error';
 }
+
+/** For logs: an error's class name (never its message, which could quote an answer). */
+const errorName = (error: unknown): string => (error instanceof Error ? error.name : typeof error);
+/** For logs: the class name of the error an adapter wrapped, if any. */
+const causeName = (error: unknown): string | undefined =>
+  error instanceof Error && error.cause instanceof Error ? error.cause.name : undefined;
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
@@ -104,9 +110,8 @@ export async function issueForId(
       deps.logger.warn('could not tell whether keys are stored; nothing issued', {
         ...log,
         code,
-        errorName: error instanceof Error ? error.name : 'UnknownError',
-        causeName:
-          error instanceof Error && error.cause instanceof Error ? error.cause.name : undefined,
+        errorName: errorName(error),
+        causeName: causeName(error),
       });
       return failed(code);
     }
@@ -139,7 +144,7 @@ export async function issueForId(
     if (code === 'internal_error') {
       deps.logger.error('key job failed unexpectedly', {
         ...log,
-        errorName: error instanceof Error ? error.name : typeof error,
+        errorName: errorName(error),
       });
     }
     await work.fail(code);
@@ -243,17 +248,17 @@ class LeasedWork {
       const text = await this.#deps.sealer.unseal(sealed.blob, keyJobKey(this.#id));
       return unsealed(text, sealed.encoding);
     } catch (error) {
-      const errorName = error instanceof Error ? error.name : typeof error;
+      const name = errorName(error);
       if (!force) {
         this.#deps.logger.error(
           'the sealed answer cannot be unsealed; kept, provider not called (force replays the request with the same Idempotency-Key)',
-          { ...this.#log, errorName },
+          { ...this.#log, errorName: name },
         );
         return 'unreadable';
       }
       this.#deps.logger.warn(
         'the sealed answer cannot be unsealed; force: replaying the request with the same Idempotency-Key',
-        { ...this.#log, errorName },
+        { ...this.#log, errorName: name },
       );
       return 'replay';
     }
@@ -279,7 +284,7 @@ class LeasedWork {
       // replayed by the provider.
       deps.logger.warn('could not keep a sealed copy of the issued keys; storing them directly', {
         ...this.#log,
-        errorName: error instanceof Error ? error.name : typeof error,
+        errorName: errorName(error),
       });
     }
   }
@@ -299,9 +304,8 @@ class LeasedWork {
       deps.logger.error('issued keys could not be stored; the next run stores them', {
         ...this.#log,
         code: failureCodeOf(error),
-        errorName: error instanceof Error ? error.name : typeof error,
-        causeName:
-          error instanceof Error && error.cause instanceof Error ? error.cause.name : undefined,
+        errorName: errorName(error),
+        causeName: causeName(error),
       });
       await this.fail('store_failed');
       return failed('store_failed');
@@ -356,7 +360,7 @@ class LeasedWork {
       this.#deps.logger.warn('could not record the failure on the key job', {
         ...this.#log,
         code,
-        errorName: error instanceof Error ? error.name : typeof error,
+        errorName: errorName(error),
       });
     }
   }
@@ -367,7 +371,7 @@ class LeasedWork {
     await this.#deps.store.release(this.#id, this.#deps.owner).catch((error: unknown) => {
       this.#deps.logger.warn('could not release the key job lease; it runs out by itself', {
         ...this.#log,
-        errorName: error instanceof Error ? error.name : typeof error,
+        errorName: errorName(error),
       });
     });
   }
