@@ -208,11 +208,9 @@ export async function startLocalStack(
     const caller = info.identity.arn;
     const grantedScope = info.scopes.find((scope) => vend.policy.allows(caller, scope));
     const grantedQuery =
-      grantedScope !== undefined
-        ? `min_ttl=300&scope=${encodeURIComponent(grantedScope)}`
-        : vend.policy.allows(caller, undefined)
-          ? 'min_ttl=300'
-          : undefined;
+      grantedScope !== undefined || vend.policy.allows(caller, undefined)
+        ? tokenQuery(grantedScope)
+        : undefined;
     return {
       info,
       ...(grantedQuery === undefined ? {} : { grantedQuery }),
@@ -225,6 +223,10 @@ export async function startLocalStack(
     throw error;
   }
 }
+
+/** The query of a demo token request: `scope` given, or the unscoped token. */
+const tokenQuery = (scope: string | undefined): string =>
+  scope === undefined ? 'min_ttl=300' : `min_ttl=300&scope=${encodeURIComponent(scope)}`;
 
 /** The built-in demo identity, as opposed to somebody's own that reuses its key id. */
 export const isDemoIdentity = (identity: LocalIdentity): boolean =>
@@ -245,12 +247,7 @@ export const SECRET_VARIABLES = {
  * so its secret and session token are read from the shell variables in
  * SECRET_VARIABLES instead.
  */
-export function curlCommand(
-  info: StackInfo,
-  query = info.scopes[0] === undefined
-    ? 'min_ttl=300'
-    : `min_ttl=300&scope=${encodeURIComponent(info.scopes[0])}`,
-): string {
+export function curlCommand(info: StackInfo, query = tokenQuery(info.scopes[0])): string {
   const { identity } = info;
   const demo = isDemoIdentity(identity);
   const secret = demo ? identity.secretAccessKey : `$${SECRET_VARIABLES.secretAccessKey}`;
