@@ -64,30 +64,30 @@ function fromContainer(init: ChainInit): AwsCredentialIdentityProvider {
  */
 export function cacheLikeTheSdk(fetch: AwsCredentialIdentityProvider): CachedProvider {
   let credentials: AwsCredentialIdentity | undefined;
-  let waited: Promise<AwsCredentialIdentity> | undefined;
-  let forced: Promise<AwsCredentialIdentity> | undefined;
   let background: Promise<void> | undefined;
   const store = (fetched: AwsCredentialIdentity) => {
     credentials = fetched;
     return fetched;
   };
-  return async (options) => {
-    if (options?.forceRefresh) {
-      forced ??= fetch(options)
+  /** A fetch its concurrent callers share and wait for, storing what it gets. */
+  const sharedFetch = () => {
+    let pending: Promise<AwsCredentialIdentity> | undefined;
+    return (options: Parameters<CachedProvider>[0]) => {
+      pending ??= fetch(options)
         .then(store)
         .finally(() => {
-          forced = undefined;
+          pending = undefined;
         });
-      return forced;
-    }
+      return pending;
+    };
+  };
+  const forced = sharedFetch();
+  const waited = sharedFetch();
+  return async (options) => {
+    if (options?.forceRefresh) return forced(options);
     const expiresAt = credentials?.expiration?.getTime();
     if (!credentials || (expiresAt !== undefined && expiresAt <= Date.now())) {
-      waited ??= fetch(options)
-        .then(store)
-        .finally(() => {
-          waited = undefined;
-        });
-      return waited;
+      return waited(options);
     }
     const expiring = expiresAt !== undefined && expiresAt - Date.now() < REFRESH_BEFORE_EXPIRY_MS;
     if (expiring && background === undefined) {
