@@ -6,25 +6,24 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { Reply } from './simulator-http.js';
 
-export type TokenFault =
+/** The faults both endpoints take. */
+type EndpointFault =
   | { kind: 'latency'; ms: number }
   | { kind: 'status'; status: number; retryAfter?: number; body?: unknown }
   | { kind: 'malformed' }
-  | { kind: 'wrongScope' }
-  | { kind: 'wrongTokenType' }
-  | { kind: 'missingExpiresIn' }
-  | { kind: 'expiresIn'; value: number }
   | { kind: 'hang' }
   /** The connection is reset (TCP RST) before any answer: the client sees a network error. */
   | { kind: 'reset' };
 
+export type TokenFault =
+  | EndpointFault
+  | { kind: 'wrongScope' }
+  | { kind: 'wrongTokenType' }
+  | { kind: 'missingExpiresIn' }
+  | { kind: 'expiresIn'; value: number };
+
 export type KeysFault =
-  | { kind: 'latency'; ms: number }
-  | { kind: 'status'; status: number; retryAfter?: number; body?: unknown }
-  | { kind: 'malformed' }
-  | { kind: 'hang' }
-  /** The connection is reset (TCP RST) before any answer. */
-  | { kind: 'reset' }
+  | EndpointFault
   /**
    * The request is processed in full (keys issued, idempotency record kept), then the
    * connection is destroyed before any answer: the client sees a network error after
