@@ -7,9 +7,30 @@
 import { secretsPrefixProblem } from '../functions/adapters/secrets-manager-key-vault.js';
 import { AccessPolicy, type AccessPolicyDocument } from '../functions/core/access-policy.js';
 import { BUSINESS_APPLICATION_ID_PATTERN } from '../functions/issue-keys/business-application-id.js';
+import {
+  ACCESS_FIELDS,
+  checkAccess,
+  type StageAccess,
+  type StageAccessInput,
+} from './stage-access.js';
+
+/**
+ * Reserved concurrency per function. Lambda keeps 100 of the account's
+ * concurrency unreserved, so every reservation needs an account quota above
+ * 100 plus the reservations; new accounts may start at 10 or 50
+ * (`aws lambda get-account-settings` shows it). Each is off unless set.
+ */
+export interface ReservedConcurrency {
+  /** Caps the instances that can call the provider at once when DynamoDB is unavailable. */
+  readonly vend?: number;
+  /** 2 keeps a scheduled run and one forced refresh at a time. */
+  readonly refresh?: number;
+  /** 1 keeps a manual run and the schedule from both calling the provider. */
+  readonly issueKeys?: number;
+}
 
 /** What a stage file writes. Every field is checked by `validateStage`. */
-export interface StageInput {
+export interface StageInput extends StageAccessInput {
   /** Names the stack (`TokenVending-<stage>`) and the functions (`token-vending-<stage>-*`). */
   readonly stage: string;
   /** Pin the stack to an account and region; default: the CLI's credentials and region. */
@@ -39,12 +60,8 @@ export interface StageInput {
   readonly alarmEmail?: string;
   /** Issued keys are stored as `<secretsPrefix>/basic-auth/<id>`. */
   readonly secretsPrefix: string;
-  /**
-   * Reserved concurrency of the vend function: caps the instances that can call
-   * the provider at once when DynamoDB is unavailable (each instance then mints
-   * for itself). Default: none (the account's unreserved pool).
-   */
-  readonly vendReservedConcurrency?: number;
+  /** Reserved concurrency per function. Default: none (the account's unreserved pool). */
+  readonly reservedConcurrency?: ReservedConcurrency;
   /** Days the functions' logs are kept. Default 365 (the vend audit trail). */
   readonly logRetentionDays?: number;
   /**
@@ -75,9 +92,10 @@ export interface StageConfig {
   readonly unscopedScopeMode: 'omit' | 'empty';
   readonly alarmEmail?: string;
   readonly secretsPrefix: string;
-  readonly vendReservedConcurrency?: number;
+  readonly reservedConcurrency: ReservedConcurrency;
   readonly logRetentionDays: number;
   readonly terminationProtection: boolean;
+  readonly access: StageAccess;
 }
 
 /** A stage configuration that cannot be deployed; the message lists every problem. */
@@ -101,10 +119,12 @@ const FIELDS = new Set<string>([
   'unscopedScopeMode',
   'alarmEmail',
   'secretsPrefix',
-  'vendReservedConcurrency',
+  'reservedConcurrency',
   'logRetentionDays',
   'terminationProtection',
+  ...ACCESS_FIELDS,
 ]);
+const CONCURRENCY_FIELDS = ['vend', 'refresh', 'issueKeys'] as const;
 const KEY_ISSUING_FIELDS = new Set(['businessApplicationIds', 'schedule', 'requestBody']);
 
 /** Short enough that `token-vending-<stage>-issue-keys` fits Lambda's 64-character names. */
@@ -239,13 +259,8 @@ export function validateStage(input: unknown, source = '(stage)'): StageConfig {
     );
   }
 
-  const reserved = input.vendReservedConcurrency;
-  if (
-    reserved !== undefined &&
-    (typeof reserved !== 'number' || !Number.isInteger(reserved) || reserved < 1 || reserved > 1000)
-  ) {
-    problems.push('vendReservedConcurrency must be an integer from 1 to 1000');
-  }
+  const reservedConcurrency = checkReservedConcurrency(input.reservedConcurrency, problems);
+  const access = checkAccess(input, policy, account, problems);
 
   const retention = input.logRetentionDays ?? 365;
   if (!(LOG_RETENTION_DAYS as readonly unknown[]).includes(retention)) {
@@ -272,10 +287,33 @@ export function validateStage(input: unknown, source = '(stage)'): StageConfig {
     unscopedScopeMode: mode as 'omit' | 'empty',
     ...(alarmEmail === undefined ? {} : { alarmEmail }),
     secretsPrefix,
-    ...(reserved === undefined ? {} : { vendReservedConcurrency: reserved as number }),
+    reservedConcurrency,
     logRetentionDays: retention as number,
     terminationProtection: terminationProtection as boolean,
+    access,
   };
+}
+
+function checkReservedConcurrency(raw: unknown, problems: string[]): ReservedConcurrency {
+  if (raw === undefined) return {};
+  if (!isRecord(raw)) {
+    problems.push('reservedConcurrency must be an object: { vend?, refresh?, issueKeys? }');
+    return {};
+  }
+  const checked: Record<string, number> = {};
+  for (const key of Object.keys(raw)) {
+    if (!(CONCURRENCY_FIELDS as readonly string[]).includes(key)) {
+      problems.push(`reservedConcurrency: unknown field "${key.slice(0, 60)}"`);
+    }
+  }
+  for (const name of CONCURRENCY_FIELDS) {
+    const value = raw[name];
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 1000) {
+      problems.push(`reservedConcurrency.${name} must be an integer from 1 to 1000`);
+    } else checked[name] = value;
+  }
+  return checked;
 }
 
 function checkKeyIssuing(raw: unknown, problems: string[]): StageConfig['keyIssuing'] | undefined {

@@ -42,9 +42,9 @@ export class KeyIssuing extends Construct {
       timeout: Duration.minutes(10),
       // 256 MB: a few sequential HTTPS calls per id; little CPU or memory.
       memorySize: 256,
-      // 1: one run at a time. Job records already keep two runs off one id;
-      // this keeps a manual run and the schedule from both calling the provider.
-      reservedConcurrentExecutions: 1,
+      // Unreserved unless the stage sets it (1: one run at a time). Job
+      // records keep two runs off one id either way.
+      reservedConcurrentExecutions: config.reservedConcurrency.issueKeys,
       logRetention: props.logRetention,
       environment: {
         PROVIDER_BASE_URL: config.providerBaseUrl,

@@ -45,9 +45,10 @@ export class Refresh extends Construct {
       // a run refreshes 4 scopes at a time in about a second each.
       timeout: Duration.minutes(4),
       memorySize: 512,
-      // 2: one scheduled run and one operator's forced refresh at a time, so
-      // repeated admin requests cannot fan out to the provider.
-      reservedConcurrentExecutions: 2,
+      // Unreserved unless the stage sets it (2: one scheduled run and one
+      // operator's forced refresh at a time). Without it, overlapping runs
+      // still refresh each scope once: they take the vend path's lease.
+      reservedConcurrentExecutions: props.config.reservedConcurrency.refresh,
       logRetention: props.logRetention,
       environment: {
         ...props.vend.sharedEnvironment,

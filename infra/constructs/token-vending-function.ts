@@ -26,7 +26,7 @@ export interface TokenVendingFunctionProps {
   readonly timeout: Duration;
   readonly memorySize: number;
   /** Default: none (the account's unreserved pool). */
-  readonly reservedConcurrentExecutions?: number;
+  readonly reservedConcurrentExecutions?: number | undefined;
   readonly logRetention: logs.RetentionDays;
   /** Variables that need no grant; constructs that grant add theirs with `addEnvironment`. */
   readonly environment?: Record<string, string>;

@@ -1,5 +1,4 @@
-import { createHash } from 'node:crypto';
-import { Duration, Stack } from 'aws-cdk-lib';
+import { Duration, Stack, Token } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
@@ -22,19 +21,24 @@ export interface VendProps {
   readonly logRetention: logs.RetentionDays;
 }
 
-/** An ARN principal, or the account id for `arn:<partition>:iam::<account>:root`. */
-function lambdaPrincipal(arn: string): iam.IPrincipal {
-  const root = /^arn:[^:]+:iam::(\d{12}):root$/.exec(arn);
-  return root ? new iam.AccountPrincipal(root[1]) : new iam.ArnPrincipal(arn);
-}
-
 /**
- * The vend-token function behind its Function URL (`AuthType AWS_IAM`). Every
- * principal of the access policy, and the key issuer's role, gets exactly what
- * AWS requires of a caller of an IAM-authorized URL created since October
- * 2025, in the function's resource-based policy: `lambda:InvokeFunctionUrl`
- * (for AWS_IAM URLs) and `lambda:InvokeFunction` only through the URL, so no
- * one can hand the function a forged identity through the Invoke API.
+ * The vend-token function behind its Function URL (`AuthType AWS_IAM`).
+ *
+ * Its resource-based policy admits the stage's caller accounts or its
+ * organization, and the key issuer's role, with exactly what AWS requires of a
+ * caller of an IAM-authorized URL created since October 2025:
+ * `lambda:InvokeFunctionUrl` (for AWS_IAM URLs) and `lambda:InvokeFunction`
+ * only through the URL (`lambda:InvokedViaFunctionUrl`). It does not grow
+ * with the access policy: the function decides which scopes each caller gets.
+ *
+ * What this policy cannot do: stop a direct Invoke from the function's own
+ * account. There an identity-based policy alone allows `lambda:InvokeFunction`
+ * (AWS managed `AWSLambdaRole`, `AWSLambda_FullAccess`, `PowerUserAccess`, the
+ * console's Test tab), and the caller can hand the function an event naming
+ * any principal; the function cannot tell it from the URL's. Only callers in
+ * other accounts need the resource policy's consent. So the stack belongs in
+ * an account of its own, with callers in other accounts, and the guardrails
+ * (infra/constructs/guardrails.ts) deny the direct Invoke for the rest.
  */
 export class Vend extends Construct {
   readonly fn: TokenVendingFunction;
@@ -73,9 +77,7 @@ export class Vend extends Construct {
       // 512 MB: CPU grows with memory; TLS, KMS and JSON work on the request
       // path and the cold start of a 450 KB bundle run faster for the same cost.
       memorySize: 512,
-      ...(config.vendReservedConcurrency === undefined
-        ? {}
-        : { reservedConcurrentExecutions: config.vendReservedConcurrency }),
+      reservedConcurrentExecutions: config.reservedConcurrency.vend,
       logRetention: props.logRetention,
       environment: { ...this.sharedEnvironment },
     });
@@ -87,10 +89,16 @@ export class Vend extends Construct {
     props.credentials.connect(this.fn);
 
     this.url = this.fn.function.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.AWS_IAM });
-    for (const principal of config.policy.principals) {
-      // Ids from the principal, so reordering the policy changes no permission.
-      const id = createHash('sha256').update(principal).digest('hex').slice(0, 12);
-      this.#allowCaller(`Caller${id}`, lambdaPrincipal(principal));
+    const { callerAccounts, organizationId } = config.access;
+    const accounts =
+      callerAccounts === 'own-account' ? [Stack.of(this).account] : [...callerAccounts];
+    for (const account of accounts) {
+      // Ids from the account, so reordering the list changes no permission.
+      const id = Token.isUnresolved(account) ? 'OwnAccount' : `Account${account}`;
+      this.#allowCaller(id, new iam.AccountPrincipal(account));
+    }
+    if (organizationId !== undefined) {
+      this.#allowCaller('Organization', new iam.OrganizationPrincipal(organizationId));
     }
     this.#allowCaller('KeyIssuer', new iam.ArnPrincipal(props.keyIssuer.roleArn));
   }

@@ -10,6 +10,10 @@ export const example: StageInput = {
   providerBaseUrl: 'https://api.provider.example',
   // Created by hand (README "Deploying to AWS"); the stack only reads it.
   credentialsSecret: 'token-vending/example/provider-credentials',
+  // The callers' account: its principals may reach the URL; the access
+  // policy below decides which scopes each one gets. Deploy the stack in an
+  // account of its own and list the callers' accounts (or set organizationId).
+  callerAccounts: ['111122223333'],
   accessPolicy: {
     scopes: ['ba_123', 'ba_456'],
     grants: [
@@ -25,6 +29,5 @@ export const example: StageInput = {
   unscopedScopeMode: 'omit',
   alarmEmail: 'payments-oncall@example.com',
   secretsPrefix: 'token-vending/example',
-  vendReservedConcurrency: 50,
   logRetentionDays: 365,
 };

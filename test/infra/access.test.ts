@@ -5,7 +5,6 @@
  */
 import type { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { example } from '../../infra/stages/example.js';
 import {
   ADMIN,
   actionsOf,
@@ -74,15 +73,13 @@ describe('the vend Function URL', () => {
     template.resourceCountIs('AWS::Lambda::Url', 1);
   });
 
-  it("grants exactly the access policy's principals and the issue-keys role, both permissions each", () => {
-    const expected = new Map([
-      ...example.accessPolicy.grants.map(
-        (g) => [JSON.stringify(g.principal), CALLER_GRANTS] as const,
-      ),
-      [keyIssuerPrincipal(template), CALLER_GRANTS],
-    ]);
-
-    expect(grantsByPrincipal(template)).toEqual(expected);
+  it('admits the stage caller accounts and the issue-keys role, both permissions each', () => {
+    expect(grantsByPrincipal(template)).toEqual(
+      new Map([
+        [JSON.stringify('111122223333'), CALLER_GRANTS],
+        [keyIssuerPrincipal(template), CALLER_GRANTS],
+      ]),
+    );
   });
 
   it('grants no function but vend to anyone through a resource-based policy', () => {
@@ -93,66 +90,91 @@ describe('the vend Function URL', () => {
   });
 });
 
-describe('URL permissions follow the access policy', () => {
-  it('grants each distinct principal once, account roots by account id, no more', () => {
-    const principals = [
-      'arn:aws:iam::111122223333:role/payments/checkout',
-      'arn:aws:iam::111122223333:user/ops-tool',
-      'arn:aws:iam::444455556666:root',
-    ];
+describe('URL permissions admit accounts, never single principals', () => {
+  const manyGrants = (count: number) =>
+    Array.from({ length: count }, (_, i) => ({
+      principal: `arn:aws:iam::111122223333:role/caller-${i}`,
+      scopes: ['*'],
+    }));
+
+  it('keeps the same statements whatever the access policy grants', () => {
+    const statements = (grants: ReturnType<typeof manyGrants>) =>
+      Object.values(
+        synth(stage({ accessPolicy: { scopes: ['ba_1'], grants } })).template.findResources(
+          'AWS::Lambda::Permission',
+        ),
+      ).map((r) => JSON.stringify(r));
+
+    expect(statements(manyGrants(20))).toEqual(statements(manyGrants(2)));
+    expect(statements(manyGrants(2))).toHaveLength(4);
+  });
+
+  it('admits each listed account by its id, once', () => {
     const { template } = synth(
       stage({
+        callerAccounts: ['111122223333', '444455556666'],
         accessPolicy: {
-          scopes: ['ba_1', 'ba_2'],
-          grants: [
-            { principal: principals[0], scopes: ['ba_1'] },
-            { principal: principals[0], scopes: ['ba_2'] },
-            { principal: principals[1], unscoped: true },
-            { principal: principals[2], scopes: ['*'] },
-          ],
+          scopes: ['ba_1'],
+          grants: [{ principal: 'arn:aws:iam::444455556666:root', scopes: ['*'] }],
         },
       }),
     );
 
     expect(grantsByPrincipal(template)).toEqual(
       new Map([
-        [JSON.stringify(principals[0]), CALLER_GRANTS],
-        [JSON.stringify(principals[1]), CALLER_GRANTS],
+        [JSON.stringify('111122223333'), CALLER_GRANTS],
         [JSON.stringify('444455556666'), CALLER_GRANTS],
         [keyIssuerPrincipal(template), CALLER_GRANTS],
       ]),
     );
   });
 
-  it('grants only the issue-keys role when the policy has no grants', () => {
-    const { template } = synth(stage({ accessPolicy: { scopes: [], grants: [] } }));
+  it('admits a whole organization through aws:PrincipalOrgID', () => {
+    const { template } = synth(
+      stage({ callerAccounts: undefined, organizationId: 'o-a1b2c3d4e5' }),
+    );
 
-    expect([...grantsByPrincipal(template).keys()]).toEqual([keyIssuerPrincipal(template)]);
+    const org = permissions(template).filter((p) => p.Principal === '*');
+    expect(org.map((p) => [p.Action, (p as { PrincipalOrgID?: string }).PrincipalOrgID])).toEqual([
+      ['lambda:InvokeFunctionUrl', 'o-a1b2c3d4e5'],
+      ['lambda:InvokeFunction', 'o-a1b2c3d4e5'],
+    ]);
+    expect(grantsByPrincipal(template)).toEqual(
+      new Map([
+        [JSON.stringify('*'), CALLER_GRANTS],
+        [keyIssuerPrincipal(template), CALLER_GRANTS],
+      ]),
+    );
   });
 
-  it('keeps a permission when the policy is reordered', () => {
-    const ids = (grants: typeof example.accessPolicy.grants) =>
+  it("admits the stack's own account when the stage names no caller account or organization", () => {
+    const { template } = synth(stage({ callerAccounts: undefined }));
+
+    expect(grantsByPrincipal(template)).toEqual(
+      new Map([
+        [JSON.stringify({ Ref: 'AWS::AccountId' }), CALLER_GRANTS],
+        [keyIssuerPrincipal(template), CALLER_GRANTS],
+      ]),
+    );
+  });
+
+  it('keeps each permission when the account list is reordered', () => {
+    const ids = (callerAccounts: string[]) =>
       Object.keys(
-        synth(stage({ accessPolicy: { ...example.accessPolicy, grants } })).template.findResources(
-          'AWS::Lambda::Permission',
-        ),
+        synth(stage({ callerAccounts })).template.findResources('AWS::Lambda::Permission'),
       ).sort();
 
-    expect(ids([...example.accessPolicy.grants].reverse())).toEqual(
-      ids(example.accessPolicy.grants),
-    );
+    expect(ids(['444455556666', '111122223333'])).toEqual(ids(['111122223333', '444455556666']));
   });
 });
 
 describe('least privilege', () => {
   let template: Template;
   let table: string;
-  let key: string;
   let queue: string;
   beforeAll(() => {
     template = synth().template;
     table = logicalId(template, 'AWS::DynamoDB::Table', '"ttl"');
-    key = logicalId(template, 'AWS::KMS::Key', 'seals cached tokens');
     queue = logicalId(template, 'AWS::SQS::Queue', 'SqsManagedSseEnabled');
   });
 
@@ -193,34 +215,6 @@ describe('least privilege', () => {
     Action: 'dynamodb:Scan',
     Resource: { 'Fn::GetAtt': [table, 'Arn'] },
   });
-  const viaDynamoDb = (): Statement => ({
-    Sid: 'TableKeyThroughDynamoDBOnly',
-    Effect: 'Allow',
-    Action: [
-      'kms:Decrypt',
-      'kms:DescribeKey',
-      'kms:Encrypt',
-      'kms:GenerateDataKey',
-      'kms:GenerateDataKeyWithoutPlaintext',
-      'kms:ReEncryptFrom',
-      'kms:ReEncryptTo',
-    ],
-    Resource: { 'Fn::GetAtt': [key, 'Arn'] },
-    Condition: {
-      StringEquals: {
-        'kms:ViaService': {
-          'Fn::Join': ['', ['dynamodb.', { Ref: 'AWS::Region' }, '.amazonaws.com']],
-        },
-      },
-    },
-  });
-  const seal = (prefix: string, sid: string, actions: string[]): Statement => ({
-    Sid: sid,
-    Effect: 'Allow',
-    Action: [...actions].sort(),
-    Resource: { 'Fn::GetAtt': [key, 'Arn'] },
-    Condition: { StringLike: { 'kms:EncryptionContext:pk': `${prefix}*` } },
-  });
   const readSecret = (): Statement => ({
     Sid: 'ReadProviderCredentials',
     Effect: 'Allow',
@@ -233,12 +227,10 @@ describe('least privilege', () => {
     Resource: { 'Fn::GetAtt': [queue, 'Arn'] },
   });
 
-  it('lets vend use token items, the key for tokens, and the one secret: nothing else', () => {
+  it('lets vend use token items and the one secret: nothing else (its key use is in the key policy)', () => {
     expect(statementsOf(template, roleIdOf(template, VEND))).toEqual([
       logs(VEND),
       items(['dynamodb:GetItem', 'dynamodb:UpdateItem'], 'TOKEN#', 'ItemsTokenOnly'),
-      viaDynamoDb(),
-      seal('TOKEN#', 'SealTokens', ['kms:Encrypt', 'kms:Decrypt']),
       readSecret(),
     ]);
   });
@@ -248,8 +240,6 @@ describe('least privilege', () => {
       logs(REFRESH),
       items(['dynamodb:GetItem', 'dynamodb:UpdateItem'], 'TOKEN#', 'ItemsTokenOnly'),
       scan(),
-      viaDynamoDb(),
-      seal('TOKEN#', 'SealTokens', ['kms:Encrypt', 'kms:Decrypt']),
       readSecret(),
       failedRuns(),
     ]);
@@ -259,8 +249,6 @@ describe('least privilege', () => {
     expect(statementsOf(template, roleIdOf(template, ISSUE_KEYS))).toEqual([
       logs(ISSUE_KEYS),
       items(['dynamodb:GetItem', 'dynamodb:UpdateItem'], 'KEYS#', 'ItemsKeysOnly'),
-      viaDynamoDb(),
-      seal('KEYS#', 'SealKeys', ['kms:GenerateDataKey', 'kms:Decrypt']),
       {
         Sid: 'WriteIssuedKeySecrets',
         Effect: 'Allow',
@@ -280,7 +268,6 @@ describe('least privilege', () => {
       logs(ADMIN),
       items(['dynamodb:DeleteItem'], 'TOKEN#', 'ItemsTokenOnly'),
       scan(),
-      viaDynamoDb(),
       {
         Sid: 'InvokeRefreshAndIssueKeys',
         Effect: 'Allow',

@@ -92,7 +92,11 @@ describe('validateStage', () => {
       unscopedScopeMode: 'none',
       alarmEmail: 'oncall',
       secretsPrefix: '/token-vending/',
-      vendReservedConcurrency: 0,
+      reservedConcurrency: { vend: 0, lambda: 1 },
+      callerAccounts: ['1234', '444455556666', '444455556666'],
+      organizationId: 'org-1',
+      deploymentRoleArn: 'cdk-deploy',
+      keyAdministratorArns: ['arn:aws:iam::111122223333:user/alice'],
       logRetentionDays: 42,
       terminationProtection: 'yes',
       colour: 'blue',
@@ -114,7 +118,13 @@ describe('validateStage', () => {
       'unscopedScopeMode must be omit or empty',
       'alarmEmail must be an e-mail address',
       expect.stringMatching(/^secretsPrefix: the secrets prefix must be 1\.\.256 of/),
-      'vendReservedConcurrency must be an integer from 1 to 1000',
+      'reservedConcurrency: unknown field "lambda"',
+      'reservedConcurrency.vend must be an integer from 1 to 1000',
+      'callerAccounts[0] must be a 12-digit AWS account id',
+      'callerAccounts[2] repeats 444455556666',
+      'organizationId must be an AWS Organizations id such as o-a1b2c3d4e5',
+      'deploymentRoleArn must be an IAM role ARN',
+      'keyAdministratorArns[0] must be an IAM role ARN',
       expect.stringMatching(/^logRetentionDays must be one of 1, 3, 5, /),
       'terminationProtection must be true or false',
     ]);
@@ -153,6 +163,73 @@ describe('validateStage', () => {
       'providerBaseUrl must be a string',
       'keyIssuing: unknown field "when"',
       'keyIssuing.businessApplicationIds must be an array of ids (may be empty)',
+    ]);
+  });
+
+  it('defaults to no reserved concurrency and to admitting the stack own account', () => {
+    const { callerAccounts: _, ...rest } = example;
+    const config = validateStage(rest);
+
+    expect(config.reservedConcurrency).toEqual({});
+    expect(config.access).toEqual({ callerAccounts: 'own-account', keyAdministratorArns: [] });
+  });
+
+  it('takes caller accounts, an organization, a deployment role and key administrators', () => {
+    const config = validateStage(
+      withChanges({
+        callerAccounts: ['111122223333', '444455556666'],
+        organizationId: 'o-a1b2c3d4e5',
+        deploymentRoleArn: 'arn:aws:iam::999988887777:role/deploy/token-vending',
+        keyAdministratorArns: ['arn:aws:iam::999988887777:role/key-admins'],
+        reservedConcurrency: { vend: 50, refresh: 2, issueKeys: 1 },
+      }),
+    );
+
+    expect(config.access).toEqual({
+      callerAccounts: ['111122223333', '444455556666'],
+      organizationId: 'o-a1b2c3d4e5',
+      deploymentRoleArn: 'arn:aws:iam::999988887777:role/deploy/token-vending',
+      keyAdministratorArns: ['arn:aws:iam::999988887777:role/key-admins'],
+    });
+    expect(config.reservedConcurrency).toEqual({ vend: 50, refresh: 2, issueKeys: 1 });
+    expect(
+      validateStage(withChanges({ callerAccounts: undefined, organizationId: 'o-a1b2c3d4e5' }))
+        .access.callerAccounts,
+    ).toEqual([]);
+  });
+
+  it('refuses a grant whose account the URL would not admit', () => {
+    expect(
+      problemsOf(
+        withChanges({
+          callerAccounts: ['444455556666'],
+          accessPolicy: {
+            scopes: ['ba_1'],
+            grants: [
+              { principal: 'arn:aws:iam::444455556666:role/checkout', scopes: ['ba_1'] },
+              { principal: 'arn:aws:iam::111122223333:role/support', scopes: ['*'] },
+            ],
+          },
+        }),
+      ),
+    ).toEqual([
+      'accessPolicy grants arn:aws:iam::111122223333:role/support, whose account 111122223333 is not in callerAccounts (the URL would refuse it)',
+    ]);
+    // An organization may hold any account; the stage's own pinned account is admitted.
+    expect(() =>
+      validateStage(
+        withChanges({ callerAccounts: ['444455556666'], organizationId: 'o-a1b2c3d4e5' }),
+      ),
+    ).not.toThrow();
+    expect(() =>
+      validateStage(withChanges({ callerAccounts: ['444455556666'], account: '111122223333' })),
+    ).not.toThrow();
+  });
+
+  it('refuses more caller accounts than the resource policy holds', () => {
+    const callerAccounts = Array.from({ length: 21 }, (_, i) => String(100000000000 + i));
+    expect(problemsOf(withChanges({ callerAccounts, organizationId: 'o-a1b2c3d4e5' }))).toEqual([
+      expect.stringMatching(/^callerAccounts lists 21 accounts; at most 20 fit/),
     ]);
   });
 

@@ -110,21 +110,19 @@ describe('the example stage', () => {
     });
 
     it.each([
-      [VEND, 30, 512, 50],
-      [REFRESH, 240, 512, 2],
-      [ISSUE_KEYS, 600, 256, 1],
-      [ADMIN, 660, 256, undefined],
-    ])(
-      'sizes %s: timeout %i s, %i MB, reserved concurrency %s',
-      (name, timeout, memory, reserved) => {
-        template.hasResourceProperties('AWS::Lambda::Function', {
-          FunctionName: name,
-          Timeout: timeout,
-          MemorySize: memory,
-          ReservedConcurrentExecutions: reserved ?? Match.absent(),
-        });
-      },
-    );
+      [VEND, 30, 512],
+      [REFRESH, 240, 512],
+      [ISSUE_KEYS, 600, 256],
+      [ADMIN, 660, 256],
+    ])('sizes %s: timeout %i s, %i MB, and reserves no concurrency', (name, timeout, memory) => {
+      // A new account's concurrency quota may be 10: the example stage reserves none.
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        FunctionName: name,
+        Timeout: timeout,
+        MemorySize: memory,
+        ReservedConcurrentExecutions: Match.absent(),
+      });
+    });
 
     it("gives the client library's default timeout as long as the vend function may answer", () => {
       const vendTimeout = template.toJSON().Resources[functionId(template, VEND)].Properties
@@ -299,12 +297,28 @@ describe('stage variations', () => {
     expect(environmentOf(template, VEND).CREDENTIALS_SECRET_ARN).toBe(arn);
   });
 
-  it('leaves the vend function unreserved when the stage sets no reserved concurrency', () => {
-    const { vendReservedConcurrency: _, ...rest } = example;
-    const { template } = synth(rest);
+  it('reserves concurrency for each function the stage names, and only those', () => {
+    const { template } = synth(
+      stage({ reservedConcurrency: { vend: 50, refresh: 2, issueKeys: 1 } }),
+    );
 
+    for (const [name, reserved] of [
+      [VEND, 50],
+      [REFRESH, 2],
+      [ISSUE_KEYS, 1],
+    ] as const) {
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        FunctionName: name,
+        ReservedConcurrentExecutions: reserved,
+      });
+    }
     template.hasResourceProperties('AWS::Lambda::Function', {
-      FunctionName: VEND,
+      FunctionName: ADMIN,
+      ReservedConcurrentExecutions: Match.absent(),
+    });
+    const { template: vendOnly } = synth(stage({ reservedConcurrency: { vend: 10 } }));
+    vendOnly.hasResourceProperties('AWS::Lambda::Function', {
+      FunctionName: REFRESH,
       ReservedConcurrentExecutions: Match.absent(),
     });
   });
