@@ -36,3 +36,8 @@ export function acknowledgeWildcardResource(
   const flat = flatten(Stack.of(scope).resolve(resource));
   Validations.of(scope).acknowledge({ id: `AwsSolutions-IAM5[Resource::${flat}]`, reason });
 }
+
+/** Acknowledges the IAM5 finding for one wildcard action of a policy in `scope`. */
+export function acknowledgeWildcardAction(scope: IConstruct, action: string, reason: string): void {
+  Validations.of(scope).acknowledge({ id: `AwsSolutions-IAM5[Action::${action}]`, reason });
+}

@@ -5,6 +5,7 @@ import type { StageConfig } from './config.js';
 import { Admin } from './constructs/admin.js';
 import { ConsoleTestEvents } from './constructs/console-test-events.js';
 import { CredentialsSecret } from './constructs/credentials-secret.js';
+import { bootstrapDeploymentRoleArn, Guardrails } from './constructs/guardrails.js';
 import { KeyIssuing } from './constructs/key-issuing.js';
 import { Observability } from './constructs/observability.js';
 import { Refresh } from './constructs/refresh.js';
@@ -24,6 +25,7 @@ export class TokenVendingStack extends Stack {
   readonly keyIssuing: KeyIssuing;
   readonly admin: Admin;
   readonly observability: Observability;
+  readonly guardrails: Guardrails;
 
   constructor(scope: Construct, id: string, props: TokenVendingStackProps) {
     super(scope, id, { ...props, terminationProtection: props.config.terminationProtection });
@@ -34,7 +36,12 @@ export class TokenVendingStack extends Stack {
     Tags.of(this).add('stage', config.stage);
     const logRetention = config.logRetentionDays as logs.RetentionDays;
 
-    this.cache = new TokenCache(this, 'Cache', { stage: config.stage });
+    const deploymentRoleArn = config.access.deploymentRoleArn ?? bootstrapDeploymentRoleArn(this);
+    this.cache = new TokenCache(this, 'Cache', {
+      stage: config.stage,
+      deploymentRoleArn,
+      keyAdministratorArns: config.access.keyAdministratorArns,
+    });
     const credentials = new CredentialsSecret(this, 'Credentials', config.credentialsSecret);
     const failedRuns = new FailedRunsQueue(this, 'FailedRuns');
 
@@ -81,6 +88,11 @@ export class TokenVendingStack extends Stack {
       ...(config.alarmEmail === undefined ? {} : { alarmEmail: config.alarmEmail }),
     });
     new ConsoleTestEvents(this, 'ConsoleTestEvents', { config, ...functions, logRetention });
+    this.guardrails = new Guardrails(this, 'Guardrails', {
+      stage: config.stage,
+      vendFunctionName: this.vend.fn.functionName,
+      deploymentPrincipalArns: [deploymentRoleArn],
+    });
 
     new CfnOutput(this, 'VendUrl', {
       description: 'The vend Function URL (AuthType AWS_IAM): GET /token?scope=<scope>',

@@ -33,7 +33,7 @@ export interface TableAccess {
  * KMS actions DynamoDB performs with a caller's credentials on a table
  * encrypted with a customer managed key (the set aws-cdk-lib's table grants
  * give, written out instead of `kms:ReEncrypt*` and `kms:GenerateDataKey*`).
- * Granted only through DynamoDB (`kms:ViaService`), so no role can use them directly.
+ * Allowed only through DynamoDB (`kms:ViaService`), so no role can use them directly.
  */
 const KMS_VIA_DYNAMODB = [
   'kms:Decrypt',
@@ -45,8 +45,44 @@ const KMS_VIA_DYNAMODB = [
   'kms:ReEncryptTo',
 ];
 
+/**
+ * What key administrators may do: manage the key's life, rotation, aliases,
+ * tags and grants, and read its policy. Never Encrypt, Decrypt, ReEncrypt or
+ * GenerateDataKey (they could unseal tokens), never CreateGrant (a grant could
+ * give those to anyone) and never PutKeyPolicy (which could add them): the
+ * policy changes only through a deploy, by the deployment role.
+ */
+export const KEY_ADMINISTRATION_ACTIONS = [
+  'kms:CancelKeyDeletion',
+  'kms:CreateAlias',
+  'kms:DeleteAlias',
+  'kms:DescribeKey',
+  'kms:DisableKey',
+  'kms:DisableKeyRotation',
+  'kms:EnableKey',
+  'kms:EnableKeyRotation',
+  'kms:GetKeyPolicy',
+  'kms:GetKeyRotationStatus',
+  'kms:ListAliases',
+  'kms:ListGrants',
+  'kms:ListKeyPolicies',
+  'kms:ListKeyRotations',
+  'kms:ListResourceTags',
+  'kms:RevokeGrant',
+  'kms:RotateKeyOnDemand',
+  'kms:ScheduleKeyDeletion',
+  'kms:TagResource',
+  'kms:UntagResource',
+  'kms:UpdateAlias',
+  'kms:UpdateKeyDescription',
+] as const;
+
 export interface TokenCacheProps {
   readonly stage: string;
+  /** The role CloudFormation deploys with: it creates the table and may change the key policy. */
+  readonly deploymentRoleArn: string;
+  /** Roles that manage the key but can never use it. */
+  readonly keyAdministratorArns: readonly string[];
 }
 
 /**
@@ -56,14 +92,86 @@ export interface TokenCacheProps {
  * when the stack is deleted: the table may hold the only copy of keys the
  * provider issued (sealed, waiting to be stored), and without the key nothing
  * sealed can be read back.
+ *
+ * The key's policy is the only authority over the key: it does not delegate
+ * to the account (no `arn:...:root` statement), so an IAM policy with
+ * `kms:Decrypt` on `*` gives nobody the key. It allows, and nothing else:
+ * - the deployment role and the key administrators to manage the key, never
+ *   to use it; the deployment role alone to change the policy;
+ * - vend and refresh to seal and unseal under `pk` `TOKEN#*` contexts, and
+ *   issue-keys under `KEYS#*` (`connectSealer`);
+ * - the functions and the deployment role to use it through DynamoDB only
+ *   (`kms:ViaService`), for the table's own encryption (`connectTable`);
+ * - DynamoDB to read the key's metadata.
+ * The statements DynamoDB needs follow "Key policy for a customer managed key"
+ * in "How Amazon DynamoDB uses AWS KMS" (AWS KMS Developer Guide,
+ * docs.aws.amazon.com/kms/latest/developerguide/services-dynamodb.html):
+ * principals that use the table need Encrypt, Decrypt, ReEncrypt*,
+ * GenerateDataKey* and DescribeKey through DynamoDB, the principal that creates
+ * the table also CreateGrant (DynamoDB keeps grants for background work), and
+ * the `dynamodb.amazonaws.com` service principal Describe*, Get* and List*.
  */
 export class TokenCache extends Construct {
   readonly table: dynamodb.Table;
   readonly key: kms.Key;
+  /** Key policy statements that `connectTable` and `connectSealer` add principals to. */
+  readonly #throughDynamoDb: iam.PolicyStatement;
+  readonly #sealing = new Map<ItemPrefix, { statement: iam.PolicyStatement; sealer: Sealer }>();
 
   constructor(scope: Construct, id: string, props: TokenCacheProps) {
     super(scope, id);
+    const { account, region } = Stack.of(this);
+    const deployment = new iam.ArnPrincipal(props.deploymentRoleArn);
+    const administrators = [
+      deployment,
+      ...props.keyAdministratorArns.map((arn) => new iam.ArnPrincipal(arn)),
+    ];
+    const viaDynamoDb = {
+      'kms:ViaService': `dynamodb.${region}.amazonaws.com`,
+      'kms:CallerAccount': account,
+    };
+    this.#throughDynamoDb = new iam.PolicyStatement({
+      sid: 'UseThroughDynamoDBOnly',
+      principals: [deployment],
+      actions: KMS_VIA_DYNAMODB,
+      resources: ['*'],
+      conditions: { StringEquals: viaDynamoDb },
+    });
+    const policy = new iam.PolicyDocument({
+      statements: [
+        new iam.PolicyStatement({
+          sid: 'AdministerNeverUse',
+          principals: administrators,
+          actions: [...KEY_ADMINISTRATION_ACTIONS],
+          resources: ['*'],
+        }),
+        new iam.PolicyStatement({
+          sid: 'PolicyChangesByDeploymentOnly',
+          principals: [deployment],
+          actions: ['kms:PutKeyPolicy'],
+          resources: ['*'],
+        }),
+        new iam.PolicyStatement({
+          sid: 'TableCreationThroughDynamoDB',
+          principals: [deployment],
+          actions: ['kms:CreateGrant'],
+          resources: ['*'],
+          conditions: {
+            StringEquals: viaDynamoDb,
+            Bool: { 'kms:GrantIsForAWSResource': 'true' },
+          },
+        }),
+        this.#throughDynamoDb,
+        new iam.PolicyStatement({
+          sid: 'DynamoDBReadsKeyMetadata',
+          principals: [new iam.ServicePrincipal('dynamodb.amazonaws.com')],
+          actions: ['kms:Describe*', 'kms:Get*', 'kms:List*'],
+          resources: ['*'],
+        }),
+      ],
+    });
     this.key = new kms.Key(this, 'Key', {
+      policy,
       alias: `alias/token-vending-${props.stage}`,
       description: `token-vending ${props.stage}: encrypts the table, seals cached tokens and recovery copies of issued keys`,
       enableKeyRotation: true,
@@ -110,32 +218,35 @@ export class TokenCache extends Construct {
         }),
       );
     }
-    fn.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'TableKeyThroughDynamoDBOnly',
-        actions: KMS_VIA_DYNAMODB,
-        resources: [this.key.keyArn],
-        conditions: {
-          StringEquals: { 'kms:ViaService': `dynamodb.${Stack.of(this).region}.amazonaws.com` },
-        },
-      }),
-    );
+    // The table's encryption, through DynamoDB only: in the key policy.
+    this.#throughDynamoDb.addPrincipals(fn.role);
   }
 
   /**
-   * Sets KMS_KEY_ID and grants the two KMS operations of the function's sealer
-   * with this key only, and only under the encryption context `{pk}` of the
-   * items the function owns (each item is sealed under its own key).
+   * Sets KMS_KEY_ID and allows, in the key policy, the two KMS operations of
+   * the function's sealer, only under the encryption context `{pk}` of the
+   * items the function owns (each item is sealed under its own key). One
+   * statement per prefix: a sealer's actions must be the same for every
+   * function that seals that prefix.
    */
   connectSealer(fn: TokenVendingFunction, prefix: ItemPrefix, sealer: Sealer): void {
     fn.addEnvironment('KMS_KEY_ID', this.key.keyArn);
-    fn.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: `Seal${prefix === 'TOKEN#' ? 'Tokens' : 'Keys'}`,
-        actions: [...SEALER_ACTIONS[sealer]],
-        resources: [this.key.keyArn],
-        conditions: { StringLike: { 'kms:EncryptionContext:pk': `${prefix}*` } },
-      }),
-    );
+    const existing = this.#sealing.get(prefix);
+    if (existing) {
+      if (existing.sealer !== sealer) {
+        throw new Error(`${prefix} items are sealed with ${existing.sealer}, not ${sealer}`);
+      }
+      existing.statement.addPrincipals(fn.role);
+      return;
+    }
+    const statement = new iam.PolicyStatement({
+      sid: `Seal${prefix === 'TOKEN#' ? 'Tokens' : 'Keys'}`,
+      principals: [fn.role],
+      actions: [...SEALER_ACTIONS[sealer]],
+      resources: ['*'],
+      conditions: { StringLike: { 'kms:EncryptionContext:pk': `${prefix}*` } },
+    });
+    this.#sealing.set(prefix, { statement, sealer });
+    this.key.addToResourcePolicy(statement);
   }
 }

@@ -51,13 +51,19 @@ describe('cdk-nag AwsSolutions', () => {
     expect(report).not.toContain('FailedRuns');
   });
 
-  it('acknowledges exactly two findings, each by its exact id with a reason', () => {
+  it('acknowledges exactly four findings, each by its exact id with a reason', () => {
     const { app } = buildStack(undefined, { nag: true });
     const found = acknowledgements(app);
 
     expect([...found.keys()].sort()).toEqual([
       'TokenVending-example/FailedRuns/Queue',
+      'TokenVending-example/Guardrails/CallerBoundary',
       'TokenVending-example/KeyIssuing/IssueKeys/Role',
+    ]);
+    // A permissions boundary's Allow * grants nothing by itself.
+    expect(Object.keys(found.get('TokenVending-example/Guardrails/CallerBoundary') ?? {})).toEqual([
+      'Annotation::AwsSolutions-IAM5[Action::*]',
+      'Annotation::AwsSolutions-IAM5[Resource::*]',
     ]);
     expect(Object.keys(found.get('TokenVending-example/FailedRuns/Queue') ?? {})).toEqual([
       'Annotation::AwsSolutions-SQS3',

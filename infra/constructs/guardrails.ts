@@ -1,0 +1,179 @@
+import { ArnFormat, Aws, CfnOutput, DefaultStackSynthesizer, Stack } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import { Construct } from 'constructs';
+import { acknowledgeWildcardAction, acknowledgeWildcardResource } from '../nag.js';
+
+/**
+ * Changes to the vend function, its versions, aliases, URL, resource policy,
+ * concurrency and tags: everything that could alter what it runs or who may
+ * call it. Wildcards keep actions Lambda adds later under these verbs denied.
+ */
+export const VEND_CHANGE_ACTIONS = [
+  'lambda:AddPermission',
+  'lambda:Create*',
+  'lambda:Delete*',
+  'lambda:PublishVersion',
+  'lambda:Put*',
+  'lambda:RemovePermission',
+  'lambda:TagResource',
+  'lambda:UntagResource',
+  'lambda:Update*',
+] as const;
+
+/**
+ * The CDK bootstrap's CloudFormation execution role of the stack's account
+ * and region (the role `cdk deploy` has CloudFormation act as), with the
+ * app's bootstrap qualifier.
+ */
+export function bootstrapDeploymentRoleArn(scope: Construct): string {
+  const stack = Stack.of(scope);
+  const qualifier =
+    (stack.node.tryGetContext('@aws-cdk/core:bootstrapQualifier') as string | undefined) ??
+    DefaultStackSynthesizer.DEFAULT_QUALIFIER;
+  return `arn:${Aws.PARTITION}:iam::${stack.account}:role/cdk-${qualifier}-cfn-exec-role-${stack.account}-${stack.region}`;
+}
+
+export interface GuardrailsProps {
+  readonly stage: string;
+  /** The vend function's literal name (`token-vending-<stage>-vend-token`). */
+  readonly vendFunctionName: string;
+  /** Principals that may still change the vend function: the deployment role. */
+  readonly deploymentPrincipalArns: readonly string[];
+}
+
+/**
+ * The guardrails around the vend URL's door, as artifacts of the stack.
+ *
+ * The vend function takes its caller from the event
+ * (`requestContext.authorizer.iam.userArn`), and cannot tell an event the URL
+ * made from one a principal handed it through `lambda:Invoke`. Inside the
+ * function's account an identity-based policy alone allows that Invoke, and no
+ * resource policy can deny it. Two AWS mechanisms can:
+ *
+ * - a service control policy (AWS Organizations), attached by the
+ *   organization's administrators to the stack's account or its OU: it bounds
+ *   every principal of those accounts but the management account's;
+ * - a permissions boundary, a managed policy this stack creates, set on every
+ *   role or user of the account that should call or operate the service
+ *   (`iam:PutRolePermissionsBoundary`).
+ *
+ * Both deny `lambda:InvokeFunction` on the vend function unless the call came
+ * through its Function URL. `lambda:InvokedViaFunctionUrl` is a Bool
+ * condition key of `lambda:InvokeFunction` that Lambda sets to true for an
+ * invocation through the URL ("Control access to Lambda function URLs",
+ * docs.aws.amazon.com/lambda/latest/dg/urls-auth.html; "Actions, resources, and
+ * condition keys for AWS Lambda" in the Service Authorization Reference). A
+ * direct Invoke carries no such key, so the deny uses `BoolIfExists`: absent
+ * or false, it applies. Both also deny changes to the function's code,
+ * configuration, URL, permissions and aliases to everyone but the deployment
+ * principals (`aws:PrincipalArn`, which for a role session is the role's ARN).
+ *
+ * Size limits: an SCP is at most 5,120 characters, a managed policy 6,144
+ * (AWS Organizations quotas; IAM quotas); infra tests check both.
+ */
+export class Guardrails extends Construct {
+  /** The service control policy document (also the stack output `GuardrailServiceControlPolicy`). */
+  readonly serviceControlPolicy: iam.PolicyDocument;
+  /** The permissions boundary for the account's callers and operators. */
+  readonly permissionsBoundary: iam.ManagedPolicy;
+
+  constructor(scope: Construct, id: string, props: GuardrailsProps) {
+    super(scope, id);
+    const stack = Stack.of(this);
+    const vendArn = stack.formatArn({
+      service: 'lambda',
+      resource: 'function',
+      resourceName: props.vendFunctionName,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    });
+    // The function, and its versions and aliases (`<name>:<qualifier>`).
+    const vendResources = [vendArn, `${vendArn}:*`];
+    const doorStatements = (): iam.PolicyStatement[] => [
+      new iam.PolicyStatement({
+        sid: 'DenyVendInvokeOutsideItsUrl',
+        effect: iam.Effect.DENY,
+        actions: ['lambda:InvokeFunction'],
+        resources: vendResources,
+        conditions: { BoolIfExists: { 'lambda:InvokedViaFunctionUrl': 'false' } },
+      }),
+      new iam.PolicyStatement({
+        sid: 'DenyVendChangesOutsideDeployment',
+        effect: iam.Effect.DENY,
+        actions: [...VEND_CHANGE_ACTIONS],
+        resources: vendResources,
+        conditions: { ArnNotLike: { 'aws:PrincipalArn': [...props.deploymentPrincipalArns] } },
+      }),
+    ];
+
+    this.serviceControlPolicy = new iam.PolicyDocument({ statements: doorStatements() });
+
+    const boundaryName = `token-vending-${props.stage}-caller-boundary`;
+    const boundaryArn = stack.formatArn({
+      service: 'iam',
+      region: '',
+      resource: 'policy',
+      resourceName: boundaryName,
+    });
+    this.permissionsBoundary = new iam.ManagedPolicy(this, 'CallerBoundary', {
+      managedPolicyName: boundaryName,
+      description: `token-vending ${props.stage}: permissions boundary for callers and operators; the vend function only through its URL`,
+      statements: [
+        // A boundary only caps: the principal's own policies still grant.
+        new iam.PolicyStatement({
+          sid: 'CapAtIdentityPolicies',
+          actions: ['*'],
+          resources: ['*'],
+        }),
+        ...doorStatements(),
+        // A bounded principal may not lift or loosen its own boundary.
+        new iam.PolicyStatement({
+          sid: 'DenyBoundaryRemoval',
+          effect: iam.Effect.DENY,
+          actions: ['iam:DeleteRolePermissionsBoundary', 'iam:DeleteUserPermissionsBoundary'],
+          resources: ['*'],
+        }),
+        new iam.PolicyStatement({
+          sid: 'DenyOtherBoundaries',
+          effect: iam.Effect.DENY,
+          actions: ['iam:PutRolePermissionsBoundary', 'iam:PutUserPermissionsBoundary'],
+          resources: ['*'],
+          conditions: { StringNotEquals: { 'iam:PermissionsBoundary': boundaryArn } },
+        }),
+        new iam.PolicyStatement({
+          sid: 'DenyBoundaryChanges',
+          effect: iam.Effect.DENY,
+          actions: [
+            'iam:CreatePolicyVersion',
+            'iam:DeletePolicy',
+            'iam:DeletePolicyVersion',
+            'iam:SetDefaultPolicyVersion',
+          ],
+          resources: [boundaryArn],
+        }),
+      ],
+    });
+    acknowledgeWildcardAction(
+      this.permissionsBoundary,
+      '*',
+      'A permissions boundary caps what its principal may do; it grants nothing. Its Allow * leaves the principal what its own policies grant, and the Deny statements carve out the vend function (only through its URL, no changes) and the boundary itself.',
+    );
+    acknowledgeWildcardResource(
+      this.permissionsBoundary,
+      '*',
+      'The Allow * of a permissions boundary grants nothing by itself (see the Action::* reason); the Deny statements with Resource * deny removing or replacing this boundary on any principal.',
+    );
+
+    new CfnOutput(this, 'ServiceControlPolicyOutput', {
+      key: 'GuardrailServiceControlPolicy',
+      description:
+        'Service control policy to attach to this account (or its OU): the vend function only through its URL, changed only by the deployment role',
+      value: stack.toJsonString(this.serviceControlPolicy.toJSON()),
+    });
+    new CfnOutput(this, 'BoundaryArnOutput', {
+      key: 'CallerPermissionsBoundaryArn',
+      description:
+        "Permissions boundary to set on this account's roles and users that call or operate the service",
+      value: this.permissionsBoundary.managedPolicyArn,
+    });
+  }
+}

@@ -1,0 +1,161 @@
+/**
+ * The guardrails the stack produces around the vend URL's door: the service
+ * control policy in its outputs and the permissions boundary it creates. Each
+ * is asserted by its exact conditions and asked, with a policy evaluator,
+ * what it does to a direct Invoke, a URL invocation and a change.
+ */
+import type { Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { VEND_CHANGE_ACTIONS } from '../../infra/constructs/guardrails.js';
+import { ACCOUNT, REGION, resolveValue, stage, synth, VEND } from '../support/infra.js';
+import { evaluate, resolveDocument } from '../support/policy-evaluation.js';
+
+const VEND_ARN = `arn:aws:lambda:${REGION}:${ACCOUNT}:function:${VEND}`;
+const DEPLOYMENT_ROLE = `arn:aws:iam::${ACCOUNT}:role/cdk-hnb659fds-cfn-exec-role-${ACCOUNT}-${REGION}`;
+const CALLER = `arn:aws:iam::${ACCOUNT}:role/checkout`;
+const BOUNDARY_ARN = `arn:aws:iam::${ACCOUNT}:policy/token-vending-example-caller-boundary`;
+
+/** The two statements both documents carry, exactly. */
+function doorStatements(vendArn: unknown, deploymentRole: unknown) {
+  return [
+    {
+      Sid: 'DenyVendInvokeOutsideItsUrl',
+      Effect: 'Deny',
+      Action: 'lambda:InvokeFunction',
+      Resource: [vendArn, `${vendArn}:*`],
+      Condition: { BoolIfExists: { 'lambda:InvokedViaFunctionUrl': 'false' } },
+    },
+    {
+      Sid: 'DenyVendChangesOutsideDeployment',
+      Effect: 'Deny',
+      Action: [...VEND_CHANGE_ACTIONS],
+      Resource: [vendArn, `${vendArn}:*`],
+      Condition: { ArnNotLike: { 'aws:PrincipalArn': [deploymentRole] } },
+    },
+  ];
+}
+
+describe('guardrails', () => {
+  let template: Template;
+  let scp: { Statement: unknown[] };
+  let boundary: { Statement: unknown[] };
+
+  beforeAll(() => {
+    template = synth().template;
+    const output = template.toJSON().Outputs.GuardrailServiceControlPolicy;
+    scp = JSON.parse(resolveValue(template, output.Value));
+    const policies = template.findResources('AWS::IAM::ManagedPolicy', {
+      Properties: { ManagedPolicyName: 'token-vending-example-caller-boundary' },
+    });
+    boundary = (
+      Object.values(policies)[0] as { Properties: { PolicyDocument: { Statement: unknown[] } } }
+    ).Properties.PolicyDocument;
+  });
+
+  it('outputs a service control policy that denies a direct Invoke and changes outside deployment', () => {
+    expect(scp).toEqual({
+      Version: '2012-10-17',
+      Statement: doorStatements(VEND_ARN, DEPLOYMENT_ROLE),
+    });
+    // AWS Organizations takes SCPs of at most 5,120 characters.
+    expect(JSON.stringify(scp).length).toBeLessThan(5120);
+  });
+
+  it('creates a permissions boundary with the same two denials, and protects itself', () => {
+    expect(resolveDocument(template, boundary.Statement)).toEqual([
+      { Sid: 'CapAtIdentityPolicies', Effect: 'Allow', Action: '*', Resource: '*' },
+      ...doorStatements(VEND_ARN, DEPLOYMENT_ROLE),
+      {
+        Sid: 'DenyBoundaryRemoval',
+        Effect: 'Deny',
+        Action: ['iam:DeleteRolePermissionsBoundary', 'iam:DeleteUserPermissionsBoundary'],
+        Resource: '*',
+      },
+      {
+        Sid: 'DenyOtherBoundaries',
+        Effect: 'Deny',
+        Action: ['iam:PutRolePermissionsBoundary', 'iam:PutUserPermissionsBoundary'],
+        Resource: '*',
+        Condition: { StringNotEquals: { 'iam:PermissionsBoundary': BOUNDARY_ARN } },
+      },
+      {
+        Sid: 'DenyBoundaryChanges',
+        Effect: 'Deny',
+        Action: [
+          'iam:CreatePolicyVersion',
+          'iam:DeletePolicy',
+          'iam:DeletePolicyVersion',
+          'iam:SetDefaultPolicyVersion',
+        ],
+        Resource: BOUNDARY_ARN,
+      },
+    ]);
+    // IAM takes managed policies of at most 6,144 characters.
+    expect(JSON.stringify(boundary).length).toBeLessThan(6144);
+    expect(template.toJSON().Outputs.CallerPermissionsBoundaryArn.Value).toEqual({
+      Ref: expect.any(String),
+    });
+  });
+
+  describe.each([
+    ['the service control policy', () => scp],
+    ['the permissions boundary', () => boundary],
+  ])('%s', (_name, document) => {
+    const ask = (principal: string, action: string, resource: string, context = {}) =>
+      evaluate(template, document(), { principal, action, resource, context });
+
+    it('denies invoking vend, a version or an alias directly, without the URL', () => {
+      for (const resource of [VEND_ARN, `${VEND_ARN}:live`, `${VEND_ARN}:7`]) {
+        expect(ask(CALLER, 'lambda:InvokeFunction', resource)).toBe('denied');
+        expect(
+          ask(CALLER, 'lambda:InvokeFunction', resource, { 'lambda:InvokedViaFunctionUrl': false }),
+        ).toBe('denied');
+        // The deployment role, too: nobody may hand vend an identity.
+        expect(ask(DEPLOYMENT_ROLE, 'lambda:InvokeFunction', resource)).toBe('denied');
+      }
+    });
+
+    it('leaves an invocation through the URL to the other policies', () => {
+      const decision = ask(CALLER, 'lambda:InvokeFunction', VEND_ARN, {
+        'lambda:InvokedViaFunctionUrl': true,
+      });
+      expect(decision).not.toBe('denied');
+      expect(ask(CALLER, 'lambda:InvokeFunctionUrl', VEND_ARN)).not.toBe('denied');
+    });
+
+    it('leaves invoking the other functions alone', () => {
+      const admin = `arn:aws:lambda:${REGION}:${ACCOUNT}:function:token-vending-example-admin`;
+      expect(ask(CALLER, 'lambda:InvokeFunction', admin)).not.toBe('denied');
+    });
+
+    it("denies changes to vend's code, configuration, URL and permissions to all but the deployment role", () => {
+      for (const action of [
+        'lambda:UpdateFunctionCode',
+        'lambda:UpdateFunctionConfiguration',
+        'lambda:UpdateFunctionUrlConfig',
+        'lambda:DeleteFunctionUrlConfig',
+        'lambda:CreateFunctionUrlConfig',
+        'lambda:AddPermission',
+        'lambda:RemovePermission',
+        'lambda:UpdateAlias',
+        'lambda:PublishVersion',
+        'lambda:DeleteFunction',
+        'lambda:PutFunctionConcurrency',
+      ]) {
+        expect(ask(CALLER, action, VEND_ARN)).toBe('denied');
+        expect(ask(DEPLOYMENT_ROLE, action, VEND_ARN)).not.toBe('denied');
+      }
+      expect(ask(CALLER, 'lambda:GetFunction', VEND_ARN)).not.toBe('denied');
+    });
+  });
+
+  it('names the deployment role a stage gives', () => {
+    const named = `arn:aws:iam::${ACCOUNT}:role/deploy/token-vending`;
+    const { template: other } = synth(stage({ deploymentRoleArn: named }));
+    const document = JSON.parse(
+      resolveValue(other, other.toJSON().Outputs.GuardrailServiceControlPolicy.Value),
+    );
+
+    expect(document.Statement).toEqual(doorStatements(VEND_ARN, named));
+  });
+});
