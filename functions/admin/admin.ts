@@ -4,7 +4,7 @@ import type { TokenStore } from '../core/ports.js';
 import type { CoreLogger } from '../core/token-service-types.js';
 import type { KeyIssuingResult } from '../issue-keys/errors.js';
 import type { KeyJobStore } from '../issue-keys/ports.js';
-import { asAdminError, assertConfiguredScope, parseAdminEvent } from './admin-event.js';
+import { AdminError, asAdminError, assertConfiguredScope, parseAdminEvent } from './admin-event.js';
 import { keyJobStatus, type StatusReport, tokenStatus } from './status.js';
 
 /** What a forced refresh of one scope answers. */
@@ -30,6 +30,12 @@ export interface AdminDeps {
   readonly inUseWindowSeconds: number;
   readonly clock: Clock;
   readonly logger: CoreLogger;
+  /**
+   * Counts an event refused as `invalid_request` (a mistyped console event):
+   * the `InvalidEvents` metric, which the admin-errors alarm subtracts, so an
+   * operator's typo does not page on-call.
+   */
+  readonly count?: (metric: 'InvalidEvents') => void;
 }
 
 /** Scopes whose cached token was removed, and those that had none to remove. */
@@ -47,7 +53,7 @@ export type AdminResult = StatusReport | InvalidateReport | RefreshOutcome | Key
  * @throws AdminError with a machine-readable `code` (the message starts with it)
  */
 export function createAdmin(deps: AdminDeps): (event: unknown) => Promise<AdminResult> {
-  return async (raw) => {
+  const dispatch = async (raw: unknown): Promise<AdminResult> => {
     const event = parseAdminEvent(raw);
     deps.logger.info('admin', { action: event.action });
     try {
@@ -88,6 +94,16 @@ export function createAdmin(deps: AdminDeps): (event: unknown) => Promise<AdminR
       }
     } catch (error) {
       throw asAdminError(error);
+    }
+  };
+  return async (raw) => {
+    try {
+      return await dispatch(raw);
+    } catch (error) {
+      if (error instanceof AdminError && error.code === 'invalid_request') {
+        deps.count?.('InvalidEvents');
+      }
+      throw error;
     }
   };
 }

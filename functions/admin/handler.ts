@@ -1,4 +1,5 @@
 import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import type { Context } from 'aws-lambda';
@@ -22,6 +23,7 @@ const inUseWindowSeconds = env.integer('IN_USE_WINDOW_SECONDS', 3600, 300, 86_40
 env.done();
 
 const logger = new Logger({ serviceName: 'token-vending' });
+const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'admin' });
 const dynamodb = new DynamoDBClient({});
 const invoker = new LambdaInvoker(new LambdaClient({}));
 
@@ -38,10 +40,16 @@ const admin = createAdmin({
   inUseWindowSeconds,
   clock: systemClock,
   logger,
+  count: (metric) => metrics.addMetric(metric, MetricUnit.Count, 1),
 });
 
 /** Console test events and `tvm admin --function`: see SPEC section 7 and the README. */
 export const handler = async (event: unknown, context: Context): Promise<AdminResult> => {
   logger.addContext(context);
-  return admin(event);
+  try {
+    return await admin(event);
+  } finally {
+    // Most admin events count nothing: publish only what was counted.
+    if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
+  }
 };

@@ -19,22 +19,29 @@ export const TEST_EVENT_NAME = /^[A-Za-z0-9._-]{1,25}$/;
 
 export type TestEvents = Readonly<Record<string, unknown>>;
 
-/** A payload 2.0 Function URL event for `GET /healthz`: a smoke test that calls nothing upstream. */
-function healthzEvent(): Record<string, unknown> {
+/**
+ * A payload 2.0 Function URL event as the URL makes it, but with no
+ * `authorizer`: no caller identity. For the health check and the error paths
+ * only, none of which reaches a token.
+ */
+function urlEvent(method: string, path: string, query = ''): Record<string, unknown> {
   return {
     version: '2.0',
     routeKey: '$default',
-    rawPath: '/healthz',
-    rawQueryString: '',
+    rawPath: path,
+    rawQueryString: query,
     headers: { host: 'console-test.lambda-url.invalid' },
+    ...(query === ''
+      ? {}
+      : { queryStringParameters: Object.fromEntries(new URLSearchParams(query)) }),
     requestContext: {
       accountId: 'anonymous',
       apiId: 'console-test',
       domainName: 'console-test.lambda-url.invalid',
       domainPrefix: 'console-test',
       http: {
-        method: 'GET',
-        path: '/healthz',
+        method,
+        path,
         protocol: 'HTTP/1.1',
         sourceIp: '127.0.0.1',
         userAgent: 'lambda-console-test',
@@ -51,9 +58,15 @@ function healthzEvent(): Record<string, unknown> {
 
 /**
  * The shareable test events of each function, named as the console shows them.
- * The examples use the stage's first scope and first key-issuing id. The vend
- * function gets only the health check: a vend event would have to carry an
- * identity, and only the Function URL may fill that in.
+ * The examples use the stage's first scope and first key-issuing id.
+ *
+ * No vend event carries a caller identity. The vend function takes its caller
+ * from the event, so an event naming a principal would be a forged identity
+ * handed past the URL's SigV4 check: the very bypass the guardrails deny
+ * (infra/constructs/guardrails.ts). The vend events cover the health check and
+ * the error paths (400, 401, 404, 405), none of which reaches a token. Where
+ * the guardrails are attached, even these are refused: a direct Invoke of vend
+ * is denied to everyone, so smoke-test the URL itself (`tvm`, `curl`).
  */
 export function consoleTestEvents(config: StageConfig): {
   admin: TestEvents;
@@ -85,7 +98,13 @@ export function consoleTestEvents(config: StageConfig): {
       'refresh-scope': { action: 'refresh', scope },
       'refresh-unscoped': { action: 'refresh', scope: 'unscoped' },
     },
-    vend: { healthz: healthzEvent() },
+    vend: {
+      healthz: urlEvent('GET', '/healthz'),
+      'invalid-request': urlEvent('GET', '/token', `scope=${scope}&min_ttl=99999`),
+      unauthenticated: urlEvent('GET', '/token', `scope=${scope}`),
+      'not-found': urlEvent('GET', '/tokens'),
+      'method-not-allowed': urlEvent('POST', '/token'),
+    },
   };
 }
 

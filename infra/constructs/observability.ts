@@ -20,7 +20,7 @@ const PERIOD = Duration.minutes(5);
  */
 function metric(
   name: string,
-  service: 'vend-token' | 'refresh' | 'issue-keys',
+  service: 'vend-token' | 'refresh' | 'issue-keys' | 'admin',
   options: { outcome?: string; statistic?: string; label?: string } = {},
 ): cloudwatch.Metric {
   return new cloudwatch.Metric({
@@ -136,12 +136,63 @@ export class Observability extends Construct {
       metric('Vends', 'vend-token', { outcome: 'error:internal_error' }),
       1,
     );
+    add(
+      'vend-url-5xx',
+      'Callers got 5xx answers from the vend URL (such as 503 upstream_unavailable in a provider outage) in 2 of the last 3 five-minute periods, 5 or more each.',
+      // Lambda's Function URL metric (AWS/Lambda, FunctionName): the function
+      // answers 5xx as a successful invocation, so its Errors metric misses them.
+      props.vend.function.metric('Url5xxCount', { period: PERIOD, statistic: 'Sum' }),
+      5,
+      { periods: 3, datapoints: 2 },
+    );
+    add(
+      'degraded',
+      'Vends or refreshes ran without DynamoDB (every instance minting for itself) in 2 of the last 3 five-minute periods, 5 or more each.',
+      new cloudwatch.MathExpression({
+        expression: 'FILL(vend, 0) + FILL(refresh, 0)',
+        usingMetrics: {
+          vend: metric('Degraded', 'vend-token'),
+          refresh: metric('Degraded', 'refresh'),
+        },
+        period: PERIOD,
+        label: 'Degraded',
+      }),
+      5,
+      { periods: 3, datapoints: 2 },
+    );
+    add(
+      'unseal-failures',
+      'A cached item could not be unsealed with the cache key (a key policy change, a disabled key, or a tampered item).',
+      new cloudwatch.MathExpression({
+        expression: 'FILL(vend, 0) + FILL(refresh, 0)',
+        usingMetrics: {
+          vend: metric('UnsealFailures', 'vend-token'),
+          refresh: metric('UnsealFailures', 'refresh'),
+        },
+        period: PERIOD,
+        label: 'Unseal failures',
+      }),
+      1,
+    );
     for (const fn of functions) {
       const short = fn.functionName.slice(prefix.length + 1);
+      const errors = fn.function.metricErrors({ period: PERIOD, statistic: 'Sum' });
+      // Admin and issue-keys count an event they refuse as malformed
+      // (`InvalidEvents`): an operator's typo fails the call but pages nobody.
+      const service = short === 'admin' || short === 'issue-keys' ? short : undefined;
       add(
         `${short}-errors`,
-        `${fn.functionName} failed an invocation (threw, timed out or could not start).`,
-        fn.function.metricErrors({ period: PERIOD, statistic: 'Sum' }),
+        service === undefined
+          ? `${fn.functionName} failed an invocation (threw, timed out or could not start).`
+          : `${fn.functionName} failed an invocation (threw, timed out or could not start), not counting events refused as invalid_request.`,
+        service === undefined
+          ? errors
+          : new cloudwatch.MathExpression({
+              expression: 'FILL(errors, 0) - FILL(invalid, 0)',
+              usingMetrics: { errors, invalid: metric('InvalidEvents', service) },
+              period: PERIOD,
+              label: `${short} errors, less invalid events`,
+            }),
         1,
       );
       add(
@@ -208,7 +259,8 @@ export class Observability extends Construct {
         metric('LeaseTakeovers', 'vend-token', { label: 'lease takeovers' }),
         metric('Degraded', 'vend-token', { label: 'degraded (vend)' }),
         metric('Degraded', 'refresh', { label: 'degraded (refresh)' }),
-        metric('UnsealFailures', 'vend-token', { label: 'unseal failures' }),
+        metric('UnsealFailures', 'vend-token', { label: 'unseal failures (vend)' }),
+        metric('UnsealFailures', 'refresh', { label: 'unseal failures (refresh)' }),
         metric('StaleCredentialTokens', 'vend-token', { label: 'stale-credential tokens' }),
       ]),
       graph('Scheduled refresh', [
@@ -226,6 +278,29 @@ export class Observability extends Construct {
         metric('KeysEndpointErrors', 'issue-keys', { label: 'keys endpoint errors' }),
         metric('KeyStoreFailures', 'issue-keys', { label: 'secret store failures' }),
         metric('InvalidEvents', 'issue-keys', { label: 'invalid events' }),
+      ]),
+    );
+    this.dashboard.addWidgets(
+      graph('Vend URL answers', [
+        props.vend.function.metric('UrlRequestCount', {
+          period: PERIOD,
+          statistic: 'Sum',
+          label: 'requests',
+        }),
+        props.vend.function.metric('Url4xxCount', {
+          period: PERIOD,
+          statistic: 'Sum',
+          label: '4xx',
+        }),
+        props.vend.function.metric('Url5xxCount', {
+          period: PERIOD,
+          statistic: 'Sum',
+          label: '5xx',
+        }),
+      ]),
+      graph('Invalid events', [
+        metric('InvalidEvents', 'admin', { label: 'admin' }),
+        metric('InvalidEvents', 'issue-keys', { label: 'issue-keys' }),
       ]),
     );
     this.dashboard.addWidgets(

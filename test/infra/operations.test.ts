@@ -6,9 +6,13 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
+import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAdminEvent } from '../../functions/admin/admin-event.js';
+import { AccessPolicy } from '../../functions/core/access-policy.js';
+import { systemClock } from '../../functions/core/clock.js';
 import { parseKeyIssuingEvent } from '../../functions/issue-keys/event.js';
+import { createVendApp } from '../../functions/vend-token/app.js';
 import {
   TEST_EVENT_NAME,
   TEST_EVENT_REGISTRY,
@@ -215,7 +219,7 @@ describe('dashboard and alarms', () => {
     ]);
   });
 
-  it('raises exactly the alarms of SPEC section 7 and the failed-runs queue', () => {
+  it('raises exactly the alarms of the operations runbook', () => {
     const names = Object.values(template.findResources('AWS::CloudWatch::Alarm'))
       .map((a) => a.Properties.AlarmName as string)
       .sort();
@@ -225,6 +229,9 @@ describe('dashboard and alarms', () => {
         'upstream-errors',
         'credentials-rejected',
         'vend-internal-errors',
+        'vend-url-5xx',
+        'degraded',
+        'unseal-failures',
         ...['vend-token', 'refresh', 'issue-keys', 'admin'].flatMap((f) => [
           `${f}-errors`,
           `${f}-throttles`,
@@ -330,17 +337,106 @@ describe('dashboard and alarms', () => {
     });
   });
 
-  it.each(FUNCTIONS)('alarms on errors and throttles of %s', (name) => {
-    for (const metric of ['Errors', 'Throttles']) {
-      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-        Namespace: 'AWS/Lambda',
-        MetricName: metric,
-        Dimensions: [{ Name: 'FunctionName', Value: { Ref: functionId(template, name) } }],
-        Statistic: 'Sum',
-        Threshold: 1,
-      });
-    }
+  it.each(FUNCTIONS)('alarms on throttles of %s', (name) => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Throttles',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: functionId(template, name) } }],
+      Statistic: 'Sum',
+      Threshold: 1,
+    });
   });
+
+  it.each([VEND, REFRESH])('alarms on every failed invocation of %s', (name) => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Errors',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: functionId(template, name) } }],
+      Statistic: 'Sum',
+      Threshold: 1,
+    });
+  });
+
+  it.each([
+    [ADMIN, 'admin'],
+    [ISSUE_KEYS, 'issue-keys'],
+  ])(
+    'alarms on failed invocations of %s, less the events it refused as invalid',
+    (name, service) => {
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        AlarmName: `token-vending-example-${service}-errors`,
+        Threshold: 1,
+        Metrics: Match.arrayWith([
+          Match.objectLike({ Expression: 'FILL(errors, 0) - FILL(invalid, 0)' }),
+          Match.objectLike({
+            Id: 'errors',
+            MetricStat: Match.objectLike({
+              Metric: {
+                Namespace: 'AWS/Lambda',
+                MetricName: 'Errors',
+                Dimensions: [{ Name: 'FunctionName', Value: { Ref: functionId(template, name) } }],
+              },
+              Stat: 'Sum',
+            }),
+          }),
+          Match.objectLike({
+            Id: 'invalid',
+            MetricStat: Match.objectLike({
+              Metric: {
+                Namespace: 'TokenVending',
+                MetricName: 'InvalidEvents',
+                Dimensions: [{ Name: 'service', Value: service }],
+              },
+              Stat: 'Sum',
+            }),
+          }),
+        ]),
+      });
+    },
+  );
+
+  it("alarms on the vend URL's 5xx answers, which the function's Errors metric does not see", () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: 'token-vending-example-vend-url-5xx',
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Url5xxCount',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: functionId(template, VEND) } }],
+      Statistic: 'Sum',
+      Threshold: 5,
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 2,
+    });
+  });
+
+  it.each([
+    ['degraded', 'Degraded', 5, 3, 2],
+    ['unseal-failures', 'UnsealFailures', 1, 1, 1],
+  ])(
+    'alarms on %s of vend and refresh together',
+    (alarm, metricName, threshold, periods, datapoints) => {
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        AlarmName: `token-vending-example-${alarm}`,
+        Threshold: threshold,
+        EvaluationPeriods: periods,
+        DatapointsToAlarm: datapoints,
+        Metrics: Match.arrayWith([
+          Match.objectLike({ Expression: 'FILL(vend, 0) + FILL(refresh, 0)' }),
+          ...['vend-token', 'refresh'].map((service) =>
+            Match.objectLike({
+              MetricStat: Match.objectLike({
+                Metric: {
+                  Namespace: 'TokenVending',
+                  MetricName: metricName,
+                  Dimensions: [{ Name: 'service', Value: service }],
+                },
+                Stat: 'Sum',
+              }),
+            }),
+          ),
+        ]),
+      });
+    },
+  );
 
   it('alarms when a run lands in the failed-runs queue', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
@@ -513,12 +609,35 @@ describe('console test events', () => {
     });
   });
 
-  it('offers vend only a health check, which carries no identity', () => {
+  it('offers vend the health check and its error paths, none carrying an identity', async () => {
     const events = testEventsOf(template, VEND);
+    const vend = createVendApp({
+      tokens: {
+        getToken: () => {
+          throw new Error('no vend test event may reach a token');
+        },
+      },
+      policy: AccessPolicy.parse(JSON.stringify(example.accessPolicy), 'test'),
+      logger: { info: () => {}, warn: () => {}, error: () => {} },
+      clock: systemClock,
+    });
+    const answers: Record<string, [number, string | undefined]> = {};
+    for (const [name, event] of Object.entries(events)) {
+      expect(JSON.stringify(event)).not.toMatch(/authorizer|userArn|iam/i);
+      const result = (await vend(event as LambdaFunctionURLEvent)) as {
+        statusCode: number;
+        body: string;
+      };
+      answers[name] = [result.statusCode, JSON.parse(result.body).code];
+    }
 
-    expect(Object.keys(events)).toEqual(['healthz']);
-    expect(events.healthz).toMatchObject({ version: '2.0', rawPath: '/healthz' });
-    expect(JSON.stringify(events.healthz)).not.toContain('authorizer');
+    expect(answers).toEqual({
+      healthz: [200, undefined],
+      'invalid-request': [400, 'invalid_request'],
+      unauthenticated: [401, 'unauthenticated'],
+      'not-found': [404, 'not_found'],
+      'method-not-allowed': [405, 'method_not_allowed'],
+    });
   });
 
   it('uses the stage own scope and key-issuing id in the examples', () => {

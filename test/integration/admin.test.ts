@@ -325,3 +325,23 @@ describe('admin: bad events', () => {
     },
   );
 });
+
+describe('admin: what counts as a mistyped event', () => {
+  it('counts an event refused as invalid_request as InvalidEvents, and nothing else', async () => {
+    const counted: string[] = [];
+    const w = world({
+      count: (metric) => counted.push(metric),
+      issueKeys: async () => {
+        throw new AdminError('feature_not_enabled', 'ask the provider');
+      },
+    });
+
+    await w.admin({ action: 'statsu' }).catch(() => undefined);
+    await w.admin({ action: 'refresh', scope: 'ba_other' }).catch(() => undefined);
+    await w.admin({ action: 'status' });
+    await w.admin({ action: 'issue-keys' }).catch(() => undefined);
+
+    // The two mistyped events; not the success, not the job's own failure.
+    expect(counted).toEqual(['InvalidEvents', 'InvalidEvents']);
+  });
+});
