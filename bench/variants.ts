@@ -18,6 +18,7 @@ import { isServable } from '../functions/core/freshness.js';
 import { tokenKey } from '../functions/core/item-keys.js';
 import { MemoryTokenCache, SingleFlight } from '../functions/core/memory-cache.js';
 import { mintToken } from '../functions/core/mint-token.js';
+import { fixedPolicy } from '../functions/core/policy-source.js';
 import type { CredentialsSource, Token } from '../functions/core/ports.js';
 import { type ProviderClientConfig, requestToken } from '../functions/core/provider-client.js';
 import type { TokenService, VendResult } from '../functions/core/token-service.js';
@@ -154,7 +155,7 @@ export function createVariant(options: VariantOptions): Variant {
       now: () => clock.now(),
     });
   const app = (tokens: TokenGetter): VendApp =>
-    createVendApp({ tokens: recording(tokens), policy: POLICY, logger, clock });
+    createVendApp({ tokens: recording(tokens), policy: fixedPolicy(POLICY), logger, clock });
   const deps = (source: CredentialsSource) => ({
     credentials: source,
     clock,
@@ -171,7 +172,7 @@ export function createVariant(options: VariantOptions): Variant {
       sealer,
       credentials: credentials(),
       provider,
-      policy: POLICY,
+      policy: fixedPolicy(POLICY),
       logger,
       clock,
       instanceId: randomUUID(),

@@ -44,10 +44,17 @@ export interface StageInput extends StageAccessInput {
    * stack never creates it, so the provider secret never passes through CloudFormation.
    */
   readonly credentialsSecret: string;
-  /** SPEC section 4. The stack adds the issue-keys function's role, granted `unscoped`. */
+  /**
+   * The access policy's first version (see docs). The stack deploys it to
+   * AppConfig with the key-issuing ids; later versions are deployed through
+   * AppConfig, without a deploy of the stack. The issue-keys function's role
+   * is always granted `unscoped` besides.
+   */
   readonly accessPolicy: AccessPolicyDocument;
+  /** A fetched access policy is used at most this many seconds (1..3600). Default 60. */
+  readonly policyMaxAgeSeconds?: number;
   readonly keyIssuing: {
-    /** The ids a scheduled run issues keys for (may be empty). */
+    /** The ids a scheduled run issues keys for at first (may be empty); the policy document carries them after. */
     readonly businessApplicationIds: readonly string[];
     /** EventBridge Scheduler expression in UTC: `rate(1 day)`, `cron(0 3 * * ? *)`. */
     readonly schedule: string;
@@ -93,6 +100,7 @@ export interface StageConfig {
   readonly alarmEmail?: string;
   readonly secretsPrefix: string;
   readonly reservedConcurrency: ReservedConcurrency;
+  readonly policyMaxAgeSeconds: number;
   readonly logRetentionDays: number;
   readonly terminationProtection: boolean;
   readonly access: StageAccess;
@@ -120,6 +128,7 @@ const FIELDS = new Set<string>([
   'alarmEmail',
   'secretsPrefix',
   'reservedConcurrency',
+  'policyMaxAgeSeconds',
   'logRetentionDays',
   'terminationProtection',
   ...ACCESS_FIELDS,
@@ -145,10 +154,11 @@ export const LOG_RETENTION_DAYS = [
   3653,
 ] as const;
 /**
- * Lambda allows 4 KB of environment variables per function. The vend function's
- * other variables and the issue-keys grant the stack adds take under 1 KB.
+ * The first policy version travels inside the CloudFormation template, which
+ * CloudFormation takes up to 1 MB from S3 (CloudFormation quotas), and AppConfig
+ * hosts up to 1 MB per version: half of it leaves the template room.
  */
-const MAX_ACCESS_POLICY_BYTES = 3000;
+const MAX_ACCESS_POLICY_BYTES = 500_000;
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -229,7 +239,7 @@ export function validateStage(input: unknown, source = '(stage)'): StageConfig {
     }
     if (json.length > MAX_ACCESS_POLICY_BYTES) {
       problems.push(
-        `accessPolicy is ${json.length} bytes as JSON; at most ${MAX_ACCESS_POLICY_BYTES} fit in the functions' 4 KB of environment variables (grant roles "*" or account roots instead of listing many)`,
+        `accessPolicy is ${json.length} bytes as JSON; the stack deploys at most ${MAX_ACCESS_POLICY_BYTES} as the first version (deploy larger ones through AppConfig, up to 1 MB)`,
       );
     }
   }
@@ -260,6 +270,10 @@ export function validateStage(input: unknown, source = '(stage)'): StageConfig {
   }
 
   const reservedConcurrency = checkReservedConcurrency(input.reservedConcurrency, problems);
+  const maxAge = input.policyMaxAgeSeconds ?? 60;
+  if (typeof maxAge !== 'number' || !Number.isInteger(maxAge) || maxAge < 1 || maxAge > 3600) {
+    problems.push('policyMaxAgeSeconds must be an integer from 1 to 3600');
+  }
   const access = checkAccess(input, policy, account, problems);
 
   const retention = input.logRetentionDays ?? 365;
@@ -288,6 +302,7 @@ export function validateStage(input: unknown, source = '(stage)'): StageConfig {
     ...(alarmEmail === undefined ? {} : { alarmEmail }),
     secretsPrefix,
     reservedConcurrency,
+    policyMaxAgeSeconds: maxAge as number,
     logRetentionDays: retention as number,
     terminationProtection: terminationProtection as boolean,
     access,

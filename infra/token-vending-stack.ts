@@ -2,6 +2,7 @@ import { CfnOutput, Stack, type StackProps, Tags } from 'aws-cdk-lib';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import type { StageConfig } from './config.js';
+import { AccessPolicyConfig } from './constructs/access-policy-config.js';
 import { Admin } from './constructs/admin.js';
 import { ConsoleTestEvents } from './constructs/console-test-events.js';
 import { CredentialsSecret } from './constructs/credentials-secret.js';
@@ -26,6 +27,7 @@ export class TokenVendingStack extends Stack {
   readonly admin: Admin;
   readonly observability: Observability;
   readonly guardrails: Guardrails;
+  readonly policy: AccessPolicyConfig;
 
   constructor(scope: Construct, id: string, props: TokenVendingStackProps) {
     super(scope, id, { ...props, terminationProtection: props.config.terminationProtection });
@@ -70,7 +72,6 @@ export class TokenVendingStack extends Stack {
     this.admin = new Admin(this, 'Admin', {
       config,
       cache: this.cache,
-      accessPolicyJson: this.vend.accessPolicyJson,
       refresh: this.refresh.fn,
       issueKeys: this.keyIssuing.fn,
       logRetention,
@@ -87,6 +88,14 @@ export class TokenVendingStack extends Stack {
       failedRuns: failedRuns.queue,
       ...(config.alarmEmail === undefined ? {} : { alarmEmail: config.alarmEmail }),
     });
+    this.policy = new AccessPolicyConfig(this, 'AccessPolicy', {
+      stage: config.stage,
+      initialDocument: this.vend.initialPolicyDocument,
+      maxAgeSeconds: config.policyMaxAgeSeconds,
+      rollbackAlarms: this.observability.policyRollbackAlarms,
+      logRetention,
+    });
+    for (const fn of Object.values(functions)) this.policy.connect(fn);
     new ConsoleTestEvents(this, 'ConsoleTestEvents', { config, ...functions, logRetention });
     this.guardrails = new Guardrails(this, 'Guardrails', {
       stage: config.stage,

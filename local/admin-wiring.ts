@@ -20,6 +20,7 @@ import { createKeyIssuingJob } from '../functions/issue-keys/job.js';
 import { forceRefresh } from '../functions/refresh/force-refresh.js';
 import { createVendRuntime } from '../functions/vend-token/runtime.js';
 import type { LocalIdentity } from './local-identities.js';
+import { localPolicyProvider } from './policy-file.js';
 import { DEMO_PROVIDER_CREDENTIALS } from './provider-simulator.js';
 import { readSealingKey } from './sealing-key.js';
 import { DEFAULT_STACK_FILE, type StackInfo } from './stack.js';
@@ -125,6 +126,7 @@ export function createLocalAdmin(
   const jobs = new DynamoDbKeyJobStore(dynamodb, settings.vend.tableName);
   const sealer = new AesGcmSealer(target.sealingKey);
   const { externalProvider } = settings;
+  const policy = localPolicyProvider(settings.policy, deps);
   // The same provider and credentials as the stack (version 'local' as there),
   // so a token minted here is current for the stack's vend path.
   const providerUrl = externalProvider?.baseUrl ?? info.providerUrl;
@@ -137,7 +139,7 @@ export function createLocalAdmin(
         : { ...DEMO_PROVIDER_CREDENTIALS, version: 'local' },
     ),
     provider: { baseUrl: providerUrl, unscopedScopeMode: settings.vend.unscopedScopeMode },
-    policy: settings.vend.policy,
+    policy,
     tokenConfig: { refreshAheadSeconds: settings.vend.refreshAheadSeconds },
     logger: deps.logger,
     clock: deps.clock,
@@ -163,7 +165,9 @@ export function createLocalAdmin(
     },
     {
       providerBaseUrl: providerUrl,
-      businessApplicationIds: settings.keyIssuing.businessApplicationIds,
+      // The policy document's ids when it lists them, as in AWS.
+      businessApplicationIds: async () =>
+        (await policy.current()).policy.keyIssuingIds ?? settings.keyIssuing.businessApplicationIds,
       ...(settings.keyIssuing.requestBody === undefined
         ? {}
         : { requestBody: settings.keyIssuing.requestBody }),
@@ -174,7 +178,7 @@ export function createLocalAdmin(
     jobs,
     refresh: (scope) => forceRefresh(runtime.tokens, scope),
     issueKeys: (event) => job.handle(event),
-    scopes: settings.vend.policy.scopes,
+    policy,
     inUseWindowSeconds: settings.inUseWindowSeconds,
     clock: deps.clock,
     logger: deps.logger,

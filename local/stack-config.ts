@@ -20,6 +20,7 @@ import {
   type LocalIdentity,
   readLocalIdentities,
 } from './local-identities.js';
+import { type LocalPolicy, readLocalPolicy } from './policy-file.js';
 import { DEFAULT_ALLOWED_SCOPES } from './provider-simulator.js';
 import { DEMO_PROVIDER_CREDENTIALS } from './simulator-config.js';
 import type { StackInfo } from './stack.js';
@@ -43,8 +44,10 @@ export interface LocalSettings {
     readonly key: string;
     readonly secret: string;
   };
-  /** Policy, table, unscoped mode, refresh-ahead (`providerBaseUrl` is a placeholder with the simulator). */
+  /** Table, unscoped mode, refresh-ahead (`providerBaseUrl` is a placeholder with the simulator). */
   readonly vend: VendSettings;
+  /** `ACCESS_POLICY_FILE`, `ACCESS_POLICY`, or the demo policy. */
+  readonly policy: LocalPolicy;
   /** `DYNAMODB_ENDPOINT`; undefined: embedded DynamoDB Local. */
   readonly dynamodbEndpoint?: string;
   /** `LOCAL_SECRETS_DIR` as given (relative to the working directory). */
@@ -92,18 +95,21 @@ export function readLocalSettings(env: Env): LocalSettings {
   const keyProblem = providerUrl && key ? providerKeyProblem(key) : undefined;
   // The message names the variable only: the key itself is never echoed.
   if (keyProblem) reader.problem(`PROVIDER_KEY is unusable: ${keyProblem}`);
-  const policyText = reader.optional('ACCESS_POLICY', '');
-  if (providerUrl && !policyText) {
+  const policyGiven =
+    reader.optional('ACCESS_POLICY', '') !== '' || reader.optional('ACCESS_POLICY_FILE', '') !== '';
+  if (providerUrl && !policyGiven) {
     // The default policy lists the simulator's scopes, which a real provider does not know.
     reader.problem(
-      'ACCESS_POLICY is required when PROVIDER_BASE_URL is set (its scopes are sent upstream)',
+      'ACCESS_POLICY or ACCESS_POLICY_FILE is required when PROVIDER_BASE_URL is set (its scopes are sent upstream)',
     );
   }
   const dynamodbEndpoint = reader.url('DYNAMODB_ENDPOINT', '');
   const localSecretsDir = reader.optional('LOCAL_SECRETS_DIR', DEFAULT_SECRETS_DIR);
   const refreshIntervalSeconds = reader.integer('REFRESH_INTERVAL_SECONDS', 300, 60, 3600);
   const inUseWindowSeconds = reader.integer('IN_USE_WINDOW_SECONDS', 3600, 300, 86_400);
-  const policy = policyText || defaultAccessPolicy(reader, identities, DEFAULT_ALLOWED_SCOPES);
+  const policy = readLocalPolicy(reader, () =>
+    defaultAccessPolicy(reader, identities, DEFAULT_ALLOWED_SCOPES),
+  );
 
   // The vend reader checks PROVIDER_BASE_URL (https, or http on loopback); with the
   // simulator, whose URL is known only once it runs, it sees a placeholder. The key
@@ -115,11 +121,17 @@ export function readLocalSettings(env: Env): LocalSettings {
   collect(problems, () => jobReader.done());
   const vend = collect(problems, () =>
     readVendSettings(
-      new EnvReader({ ...env, ACCESS_POLICY: policy, PROVIDER_BASE_URL: providerUrl || LOOPBACK }),
+      new EnvReader({
+        ...env,
+        // Checked above; the vend reader sees it inline (its other settings are its own).
+        ACCESS_POLICY: policy?.text ?? '{"scopes":[],"grants":[]}',
+        ACCESS_POLICY_FILE: undefined,
+        PROVIDER_BASE_URL: providerUrl || LOOPBACK,
+      }),
       { tableName: DEFAULT_TABLE_NAME },
     ),
   );
-  if (vend === undefined || problems.length > 0) {
+  if (vend === undefined || policy === undefined || problems.length > 0) {
     throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
   }
   return {
@@ -129,6 +141,7 @@ export function readLocalSettings(env: Env): LocalSettings {
     identities,
     ...(providerUrl ? { externalProvider: { baseUrl: providerUrl, key, secret } } : {}),
     vend,
+    policy,
     ...(dynamodbEndpoint ? { dynamodbEndpoint } : {}),
     localSecretsDir,
     keyIssuing: {
@@ -151,7 +164,10 @@ export function stackFileEnv(info: StackInfo): Env {
     DYNAMODB_ENDPOINT: info.dynamodbEndpoint,
     TABLE_NAME: info.tableName,
     UNSCOPED_SCOPE_MODE: info.unscopedScopeMode,
-    ACCESS_POLICY: JSON.stringify({ scopes: info.scopes, grants: [] }),
+    // The stack's policy file, read afresh; else the scopes it started with.
+    ...(info.accessPolicyFile === undefined
+      ? { ACCESS_POLICY: JSON.stringify({ scopes: info.scopes, grants: [] }) }
+      : { ACCESS_POLICY_FILE: info.accessPolicyFile }),
     LOCAL_IDENTITIES: JSON.stringify([info.identity]),
     ...(info.providerSimulated ? {} : { PROVIDER_BASE_URL: info.providerUrl }),
     LOCAL_SECRETS_DIR: info.localSecretsDir,
@@ -165,10 +181,17 @@ export function stackFileEnv(info: StackInfo): Env {
   };
 }
 
+/** Variables that name the access policy: setting one replaces the stack's. */
+const POLICY_VARIABLES = ['ACCESS_POLICY', 'ACCESS_POLICY_FILE'];
+
 /** `env` over `fallback`: a variable set to a non-empty value wins. */
 export function overlayEnv(fallback: Env, env: Env): Env {
   const set = Object.entries(env).filter(([, value]) => value !== undefined && value !== '');
-  return { ...fallback, ...Object.fromEntries(set) };
+  const base = { ...fallback };
+  if (set.some(([name]) => POLICY_VARIABLES.includes(name))) {
+    for (const name of POLICY_VARIABLES) delete base[name];
+  }
+  return { ...base, ...Object.fromEntries(set) };
 }
 
 const Identity = v.object({
@@ -189,6 +212,7 @@ const StackInfoSchema = v.object({
   scopes: v.array(v.string()),
   identity: Identity,
   sealingKeyFile: v.string(),
+  accessPolicyFile: v.optional(v.string()),
   localSecretsDir: v.string(),
   keyIssuing: v.object({
     businessApplicationIds: v.array(v.string()),

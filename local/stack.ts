@@ -16,6 +16,7 @@ import { createVendRuntime, type VendRuntime } from '../functions/vend-token/run
 import { startDynamoDbLocal } from './dynamodb-local.js';
 import { startLocalFunctionUrl } from './function-url.js';
 import { DEMO_IDENTITY, type LocalIdentity } from './local-identities.js';
+import { localPolicyProvider } from './policy-file.js';
 import {
   DEMO_PROVIDER_CREDENTIALS,
   type ProviderSimulator,
@@ -37,8 +38,10 @@ export interface StackInfo {
   readonly dynamodbEndpoint: string;
   readonly tableName: string;
   readonly unscopedScopeMode: string;
-  /** The policy's configured scopes. */
+  /** The policy's configured scopes at start. */
   readonly scopes: readonly string[];
+  /** `ACCESS_POLICY_FILE` (absolute), which `npm run admin` reads too. */
+  readonly accessPolicyFile?: string;
   readonly identity: LocalIdentity;
   /**
    * The AES-256-GCM key sealing cached tokens (base64, mode 0600, beside the
@@ -102,6 +105,8 @@ export async function startLocalStack(
 ): Promise<LocalStack> {
   const settings = readLocalSettings(env);
   const { vend, externalProvider, identities, region } = settings;
+  const logger = options.logger ?? new Logger({ serviceName: 'token-vending-local' });
+  const policy = localPolicyProvider(settings.policy, { clock: systemClock, logger });
   const stackFile = options.stackFile === undefined ? DEFAULT_STACK_FILE : options.stackFile;
   if (stackFile !== null) await refuseIfRunning(stackFile);
 
@@ -137,7 +142,6 @@ export async function startLocalStack(
         ? { key: externalProvider.key, secret: externalProvider.secret, version: 'local' }
         : { ...DEMO_PROVIDER_CREDENTIALS, version: 'local' },
     );
-    const logger = options.logger ?? new Logger({ serviceName: 'token-vending-local' });
     const sealingKey = newSealingKey();
     const store = new DynamoDbTokenStore(client, vend.tableName);
     const runtime = createVendRuntime({
@@ -145,7 +149,7 @@ export async function startLocalStack(
       sealer: new AesGcmSealer(sealingKey),
       credentials,
       provider: { baseUrl: providerUrl, unscopedScopeMode: vend.unscopedScopeMode },
-      policy: vend.policy,
+      policy,
       tokenConfig: { refreshAheadSeconds: vend.refreshAheadSeconds },
       logger,
     });
@@ -160,13 +164,13 @@ export async function startLocalStack(
     // The refresh schedule of SPEC section 2, on this stack's own timer.
     const refresh = startRefreshTimer(
       {
-        run: () =>
+        run: async () =>
           runScheduledRefresh(
             { tokens: runtime.tokens, store, clock: systemClock, logger },
             {
               inUseWindowSeconds: settings.inUseWindowSeconds,
               dueWithinSeconds: scheduledRefreshDueWithin(settings.refreshIntervalSeconds),
-              scopes: vend.policy.scopes,
+              scopes: (await policy.current()).policy.scopes,
             },
           ),
         logger,
@@ -186,7 +190,8 @@ export async function startLocalStack(
       dynamodbEndpoint,
       tableName: vend.tableName,
       unscopedScopeMode: vend.unscopedScopeMode,
-      scopes: [...vend.policy.scopes],
+      scopes: [...settings.policy.policy.scopes],
+      ...(settings.policy.kind === 'file' ? { accessPolicyFile: settings.policy.path } : {}),
       identity: identities[0] as LocalIdentity,
       ...(sealingKeyFile === undefined ? {} : { sealingKeyFile }),
       localSecretsDir: resolve(settings.localSecretsDir),
@@ -206,9 +211,10 @@ export async function startLocalStack(
       await chmod(stackFile, 0o600);
     }
     const caller = info.identity.arn;
-    const grantedScope = info.scopes.find((scope) => vend.policy.allows(caller, scope));
+    const started = settings.policy.policy;
+    const grantedScope = info.scopes.find((scope) => started.allows(caller, scope));
     const grantedQuery =
-      grantedScope !== undefined || vend.policy.allows(caller, undefined)
+      grantedScope !== undefined || started.allows(caller, undefined)
         ? tokenQuery(grantedScope)
         : undefined;
     return {

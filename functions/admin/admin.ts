@@ -1,11 +1,12 @@
 import type { Clock } from '../core/clock.js';
 import { scopeLabel, tokenKey } from '../core/item-keys.js';
+import type { PolicyProvider } from '../core/policy-source.js';
 import type { TokenStore } from '../core/ports.js';
 import type { CoreLogger } from '../core/token-service-types.js';
 import type { KeyIssuingResult } from '../issue-keys/errors.js';
 import type { KeyJobStore } from '../issue-keys/ports.js';
 import { AdminError, asAdminError, assertConfiguredScope, parseAdminEvent } from './admin-event.js';
-import { keyJobStatus, type StatusReport, tokenStatus } from './status.js';
+import { keyJobStatus, policyStatus, type StatusReport, tokenStatus } from './status.js';
 
 /** What a forced refresh of one scope answers. */
 export interface RefreshOutcome {
@@ -25,8 +26,11 @@ export interface AdminDeps {
   readonly refresh: (scope: string | undefined) => Promise<RefreshOutcome>;
   /** Runs the key-issuing job with the event (the issue-keys function in AWS). */
   readonly issueKeys: (event: Record<string, unknown>) => Promise<KeyIssuingResult>;
-  /** The access policy's scopes: no other is refreshed (never sent upstream). */
-  readonly scopes: ReadonlySet<string>;
+  /**
+   * The access policy in force: its scopes are the only ones refreshed (no
+   * other is sent upstream), and `status` shows its version.
+   */
+  readonly policy: PolicyProvider;
   readonly inUseWindowSeconds: number;
   readonly clock: Clock;
   readonly logger: CoreLogger;
@@ -60,9 +64,14 @@ export function createAdmin(deps: AdminDeps): (event: unknown) => Promise<AdminR
       switch (event.action) {
         case 'status': {
           const nowMs = deps.clock.now();
-          const [items, jobs] = await Promise.all([deps.store.list(), deps.jobs.list()]);
+          const [items, jobs, loaded] = await Promise.all([
+            deps.store.list(),
+            deps.jobs.list(),
+            deps.policy.current(),
+          ]);
           return {
             now: Math.floor(nowMs / 1000),
+            policy: policyStatus(loaded),
             tokens: items
               .map((item) => tokenStatus(item, nowMs, deps.inUseWindowSeconds))
               .sort((a, b) => a.scope.localeCompare(b.scope)),
@@ -87,7 +96,7 @@ export function createAdmin(deps: AdminDeps): (event: unknown) => Promise<AdminR
           };
         }
         case 'refresh':
-          assertConfiguredScope(deps.scopes, event.scope);
+          assertConfiguredScope((await deps.policy.current()).policy.scopes, event.scope);
           return await deps.refresh(event.scope);
         case 'issue-keys':
           return await deps.issueKeys(event.event);

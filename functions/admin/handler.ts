@@ -6,8 +6,9 @@ import type { Context } from 'aws-lambda';
 import { DynamoDbKeyJobStore } from '../adapters/dynamodb-key-job-store.js';
 import { DynamoDbTokenStore } from '../adapters/dynamodb-token-store.js';
 import { LambdaInvoker } from '../adapters/lambda-invoker.js';
+import { policyProviderFor } from '../adapters/policy-provider.js';
 import { systemClock } from '../core/clock.js';
-import { EnvReader } from '../core/config.js';
+import { EnvReader, type PolicySettings } from '../core/config.js';
 import type { KeyIssuingResult } from '../issue-keys/errors.js';
 import { type AdminResult, createAdmin, type RefreshOutcome } from './admin.js';
 
@@ -16,7 +17,7 @@ import { type AdminResult, createAdmin, type RefreshOutcome } from './admin.js';
 // writes key secrets itself (those stay with the functions that need them).
 const env = new EnvReader(process.env);
 const tableName = env.required('TABLE_NAME');
-const policy = env.accessPolicy('ACCESS_POLICY');
+const policySettings = env.policySettings();
 const refreshFunction = env.required('REFRESH_FUNCTION_NAME');
 const issueKeysFunction = env.required('ISSUE_KEYS_FUNCTION_NAME');
 const inUseWindowSeconds = env.integer('IN_USE_WINDOW_SECONDS', 3600, 300, 86_400);
@@ -24,6 +25,7 @@ env.done();
 
 const logger = new Logger({ serviceName: 'token-vending' });
 const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'admin' });
+const count = (metric: string) => metrics.addMetric(metric, MetricUnit.Count, 1);
 const dynamodb = new DynamoDBClient({});
 const invoker = new LambdaInvoker(new LambdaClient({}));
 
@@ -36,11 +38,11 @@ const admin = createAdmin({
       scope: scope ?? 'unscoped',
     }),
   issueKeys: (event) => invoker.invoke<KeyIssuingResult>(issueKeysFunction, event),
-  scopes: policy?.scopes ?? new Set(),
+  policy: policyProviderFor(policySettings as PolicySettings, { logger, count }),
   inUseWindowSeconds,
   clock: systemClock,
   logger,
-  count: (metric) => metrics.addMetric(metric, MetricUnit.Count, 1),
+  count,
 });
 
 /** Console test events and `tvm admin --function`: see SPEC section 7 and the README. */

@@ -1,5 +1,6 @@
 import { scopeLabel } from '../core/item-keys.js';
 import { MAX_CLOCK_SKEW_MS } from '../core/lease-watch.js';
+import type { LoadedPolicy } from '../core/policy-source.js';
 import type { StoredItem } from '../core/ports.js';
 import type { KeyJobRecord } from '../issue-keys/ports.js';
 import { isInUse } from '../refresh/in-use.js';
@@ -36,8 +37,20 @@ export interface KeyJobStatus {
   readonly awaiting_store: boolean;
 }
 
+/** The access policy in force, as `status` shows it. */
+export interface PolicyStatus {
+  /** AppConfig's version label, or `sha256:` and 12 hex digits of the document. */
+  readonly version: string;
+  /** When this function loaded it (epoch seconds; absent for a fixed policy). */
+  readonly loaded_at?: number;
+  readonly scopes: number;
+  readonly principals: number;
+  readonly key_issuing_ids: number;
+}
+
 export interface StatusReport {
   readonly now: number;
+  readonly policy: PolicyStatus;
   readonly tokens: TokenStatus[];
   readonly key_jobs: KeyJobStatus[];
 }
@@ -71,6 +84,16 @@ export function tokenStatus(
       ? { at: Math.floor(item.failure.atMs / 1000), code: item.failure.code }
       : undefined,
   } as TokenStatus);
+}
+
+export function policyStatus(loaded: LoadedPolicy): PolicyStatus {
+  return defined({
+    version: loaded.version,
+    loaded_at: loaded.loadedAt > 0 ? Math.floor(loaded.loadedAt / 1000) : undefined,
+    scopes: loaded.policy.scopes.size,
+    principals: loaded.policy.principals.length,
+    key_issuing_ids: loaded.policy.keyIssuingIds?.length ?? 0,
+  } as PolicyStatus);
 }
 
 export function keyJobStatus(record: KeyJobRecord, nowMs: number): KeyJobStatus {

@@ -2,7 +2,7 @@ import * as v from 'valibot';
 import { AccessDeniedError, ConfigError } from './errors.js';
 import { UNSCOPED_LABEL } from './item-keys.js';
 
-/** SPEC section 3: the syntax of a business application id used as a scope. */
+/** The syntax of a business application id used as a scope. */
 export const SCOPE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 const PARTITION = 'aws(?:-cn|-us-gov|-iso(?:-[a-z])?)?';
@@ -14,24 +14,38 @@ const PRINCIPAL_PATTERN = new RegExp(
 
 const ScopeName = v.pipe(v.string(), v.regex(SCOPE_PATTERN, 'is not a valid scope name'));
 
+const GrantSchema = v.strictObject({
+  principal: v.pipe(
+    v.string(),
+    v.regex(PRINCIPAL_PATTERN, 'must be an IAM role ARN, user ARN or arn:aws:iam::<account>:root'),
+  ),
+  scopes: v.optional(v.array(v.union([v.literal('*'), ScopeName]))),
+  unscoped: v.optional(v.boolean()),
+});
+
 const PolicySchema = v.strictObject({
   scopes: v.array(ScopeName),
-  grants: v.array(
-    v.strictObject({
-      principal: v.pipe(
-        v.string(),
-        v.regex(
-          PRINCIPAL_PATTERN,
-          'must be an IAM role ARN, user ARN or arn:aws:iam::<account>:root',
-        ),
-      ),
-      scopes: v.optional(v.array(v.union([v.literal('*'), ScopeName]))),
-      unscoped: v.optional(v.boolean()),
-    }),
-  ),
+  grants: v.array(GrantSchema),
+  /**
+   * The business applications the scheduled key-issuing job covers (their ids
+   * share the scope syntax; they need not be token scopes).
+   */
+  keyIssuing: v.optional(v.strictObject({ businessApplicationIds: v.array(ScopeName) })),
 });
 
 export type AccessPolicyDocument = v.InferOutput<typeof PolicySchema>;
+export type AccessGrant = v.InferOutput<typeof GrantSchema>;
+
+export interface ParseOptions {
+  /** Names the document in error messages. Default `ACCESS_POLICY`. */
+  readonly source?: string;
+  /**
+   * Grants every loaded document gets besides its own, from the deployment
+   * (the key-issuing job's role, granted `unscoped`), so no edit of the
+   * document can lock the job out.
+   */
+  readonly fixedGrants?: readonly AccessGrant[];
+}
 
 interface ParsedArn {
   partition: string;
@@ -89,6 +103,22 @@ function unlistedScopes(raw: unknown): string[] {
   return problems;
 }
 
+/** Key-issuing ids listed twice (the job would run one id twice). */
+function repeatedKeyIssuingIds(raw: unknown): string[] {
+  const keyIssuing =
+    typeof raw === 'object' && raw !== null ? (raw as { keyIssuing?: unknown }).keyIssuing : {};
+  const ids =
+    typeof keyIssuing === 'object' && keyIssuing !== null
+      ? (keyIssuing as { businessApplicationIds?: unknown }).businessApplicationIds
+      : [];
+  if (!Array.isArray(ids)) return [];
+  return ids.flatMap((id: unknown, index) =>
+    typeof id === 'string' && ids.indexOf(id) !== index
+      ? [`keyIssuing.businessApplicationIds.${index}: "${id.slice(0, 128)}" is listed twice`]
+      : [],
+  );
+}
+
 /**
  * Admin events and reports name the unscoped token `unscoped`, so a business
  * application of that name could not be told apart: refused at start.
@@ -101,42 +131,83 @@ function reservedScopes(raw: unknown): string[] {
     : [];
 }
 
-interface Grant {
-  readonly principal: string;
-  readonly parsed: ParsedArn;
-  readonly scopes: ReadonlySet<string>;
-  readonly unscoped: boolean;
+/** What the grants of one principal key give together. */
+interface Granted {
+  /** Every scope of the policy when a grant says `"*"`. */
+  all: boolean;
+  readonly scopes: Set<string>;
+  unscoped: boolean;
 }
 
-function grantMatches(grant: Grant, callerArn: string, caller: ParsedArn): boolean {
-  const g = grant.parsed;
-  if (g.partition !== caller.partition || g.account !== caller.account) return false;
-  switch (g.kind) {
+/**
+ * The index key a grant is filed under, so a caller finds its grants with at
+ * most three lookups whatever the policy's size:
+ * - `root`: any principal of that partition and account, federated users included;
+ * - `role`: the role by name, matching its assumed-role sessions whatever its
+ *   path (STS drops role paths);
+ * - `user`: the exact ARN.
+ */
+function grantKey(grant: ParsedArn, principal: string): string {
+  switch (grant.kind) {
     case 'root':
-      // Any principal of the account, federated users included.
-      return true;
+      return `root:${grant.partition}:${grant.account}`;
     case 'role':
-      // A role matches its assumed-role sessions whatever the role's path.
-      return (caller.kind === 'assumed-role' || caller.kind === 'role') && caller.name === g.name;
+      return `role:${grant.partition}:${grant.account}:${grant.name}`;
     default:
-      return grant.principal === callerArn;
+      return `arn:${principal}`;
   }
 }
 
-/** The parsed access policy of SPEC section 4: default deny. */
+/** The keys a caller's grants may be filed under (see `grantKey`). */
+function callerKeys(caller: ParsedArn, callerArn: string): string[] {
+  const keys = [`root:${caller.partition}:${caller.account}`, `arn:${callerArn}`];
+  if (caller.kind === 'role' || caller.kind === 'assumed-role') {
+    keys.push(`role:${caller.partition}:${caller.account}:${caller.name}`);
+  }
+  return keys;
+}
+
+/** The parsed access policy: default deny, grants indexed by principal at load. */
 export class AccessPolicy {
   readonly scopes: ReadonlySet<string>;
   readonly principals: readonly string[];
-  readonly #grants: readonly Grant[];
+  /** The ids the scheduled key-issuing job covers; undefined when the document lists none. */
+  readonly keyIssuingIds: readonly string[] | undefined;
+  readonly #index: ReadonlyMap<string, Granted>;
 
-  private constructor(scopes: ReadonlySet<string>, grants: readonly Grant[]) {
+  private constructor(
+    scopes: ReadonlySet<string>,
+    grants: readonly AccessGrant[],
+    keyIssuingIds: readonly string[] | undefined,
+  ) {
     this.scopes = scopes;
-    this.#grants = grants;
+    this.keyIssuingIds = keyIssuingIds;
     this.principals = [...new Set(grants.map((g) => g.principal))];
+    const index = new Map<string, Granted>();
+    for (const grant of grants) {
+      const key = grantKey(parseArn(grant.principal) as ParsedArn, grant.principal);
+      let granted = index.get(key);
+      if (!granted) {
+        granted = { all: false, scopes: new Set(), unscoped: false };
+        index.set(key, granted);
+      }
+      for (const scope of grant.scopes ?? []) {
+        if (scope === '*') granted.all = true;
+        else granted.scopes.add(scope);
+      }
+      if (grant.unscoped === true) granted.unscoped = true;
+    }
+    this.#index = index;
   }
 
-  /** Parses and checks a policy; every problem is reported at once in a ConfigError. */
-  static parse(json: string, source = 'ACCESS_POLICY'): AccessPolicy {
+  /**
+   * Parses and checks a policy document; every problem is reported at once in
+   * a ConfigError. The deploy-time validator, the functions at load and
+   * `tvm policy validate` all run this same check.
+   */
+  static parse(json: string, options: ParseOptions | string = {}): AccessPolicy {
+    const { source = 'ACCESS_POLICY', fixedGrants = [] } =
+      typeof options === 'string' ? { source: options } : options;
     let raw: unknown;
     try {
       raw = JSON.parse(json);
@@ -149,21 +220,22 @@ export class AccessPolicy {
       ...(result.issues ?? []).map((i) => `${v.getDotPath(i) ?? '(root)'}: ${i.message}`),
       ...unlistedScopes(raw),
       ...reservedScopes(raw),
+      ...repeatedKeyIssuingIds(raw),
     ];
     if (!result.success || problems.length > 0) {
       throw new ConfigError(`${source} is invalid: ${problems.join('; ')}`);
     }
     const doc = result.output;
-    const scopes = new Set(doc.scopes);
-    const grants = doc.grants.map(
-      (g): Grant => ({
-        principal: g.principal,
-        parsed: parseArn(g.principal) as ParsedArn,
-        scopes: g.scopes?.includes('*') ? scopes : new Set(g.scopes ?? []),
-        unscoped: g.unscoped === true,
-      }),
+    fixedGrants.forEach((grant, index) => {
+      if (!v.is(GrantSchema, grant)) {
+        throw new ConfigError(`${source}: fixed grant ${index} is invalid`);
+      }
+    });
+    return new AccessPolicy(
+      new Set(doc.scopes),
+      [...doc.grants, ...fixedGrants],
+      doc.keyIssuing?.businessApplicationIds,
     );
-    return new AccessPolicy(scopes, grants);
   }
 
   /** True when `callerArn` may receive `scope` (undefined: the unscoped token). */
@@ -171,11 +243,30 @@ export class AccessPolicy {
     if (scope !== undefined && !this.scopes.has(scope)) return false;
     const caller = parseArn(callerArn);
     if (!caller) return false;
-    return this.#grants.some(
-      (g) =>
-        grantMatches(g, callerArn, caller) &&
-        (scope === undefined ? g.unscoped : g.scopes.has(scope)),
-    );
+    for (const key of callerKeys(caller, callerArn)) {
+      const granted = this.#index.get(key);
+      if (!granted) continue;
+      if (scope === undefined ? granted.unscoped : granted.all || granted.scopes.has(scope)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** What `callerArn` is granted: the scopes (sorted) and whether the unscoped token. */
+  grantsOf(callerArn: string): { scopes: string[]; unscoped: boolean } {
+    const caller = parseArn(callerArn);
+    const scopes = new Set<string>();
+    let unscoped = false;
+    if (caller) {
+      for (const key of callerKeys(caller, callerArn)) {
+        const granted = this.#index.get(key);
+        if (!granted) continue;
+        for (const scope of granted.all ? this.scopes : granted.scopes) scopes.add(scope);
+        unscoped ||= granted.unscoped;
+      }
+    }
+    return { scopes: [...scopes].sort(), unscoped };
   }
 
   /** Throws access_denied unless allowed; unconfigured scopes get the same answer. */

@@ -1,4 +1,4 @@
-import { AccessPolicy } from './access-policy.js';
+import { type AccessGrant, AccessPolicy } from './access-policy.js';
 import { ConfigError } from './errors.js';
 import { isLoopbackHost } from './loopback.js';
 import type { UnscopedScopeMode } from './provider-client.js';
@@ -72,15 +72,38 @@ export class EnvReader {
     return value;
   }
 
-  accessPolicy(name: string): AccessPolicy | undefined {
+  accessPolicy(name: string, fixedGrants: readonly AccessGrant[] = []): AccessPolicy | undefined {
     const raw = this.required(name);
     if (raw === '') return undefined;
     try {
-      return AccessPolicy.parse(raw, name);
+      return AccessPolicy.parse(raw, { source: name, fixedGrants });
     } catch (error) {
       this.#problems.push(error instanceof Error ? error.message : String(error));
       return undefined;
     }
+  }
+
+  /**
+   * Where the functions read the access policy: AWS AppConfig when
+   * `POLICY_APPCONFIG_APPLICATION`, `_ENVIRONMENT` and `_PROFILE` are set (as
+   * the stack sets them), else the inline `ACCESS_POLICY`. `KEY_ISSUER_ARN`,
+   * when set, is granted the unscoped token in every document.
+   */
+  policySettings(): PolicySettings | undefined {
+    const keyIssuer = this.optional('KEY_ISSUER_ARN', '');
+    const fixedGrants: AccessGrant[] = keyIssuer ? [{ principal: keyIssuer, unscoped: true }] : [];
+    const maxAgeSeconds = this.integer('POLICY_MAX_AGE_SECONDS', 60, 1, 3600);
+    const names = APPCONFIG_VARIABLES.map((name) => this.optional(name, ''));
+    if (names.some((name) => name !== '')) {
+      const [application = '', environment = '', profile = ''] = names;
+      APPCONFIG_VARIABLES.forEach((name, index) => {
+        if (names[index] === '')
+          this.#problems.push(`${name} is required with the other POLICY_APPCONFIG_ variables`);
+      });
+      return { kind: 'appconfig', application, environment, profile, maxAgeSeconds, fixedGrants };
+    }
+    const policy = this.accessPolicy('ACCESS_POLICY', fixedGrants);
+    return policy === undefined ? undefined : { kind: 'inline', policy };
   }
 
   problem(message: string): void {
@@ -95,9 +118,28 @@ export class EnvReader {
   }
 }
 
+const APPCONFIG_VARIABLES = [
+  'POLICY_APPCONFIG_APPLICATION',
+  'POLICY_APPCONFIG_ENVIRONMENT',
+  'POLICY_APPCONFIG_PROFILE',
+] as const;
+
+/** Where the access policy comes from (see `EnvReader.policySettings`). */
+export type PolicySettings =
+  | { readonly kind: 'inline'; readonly policy: AccessPolicy }
+  | {
+      readonly kind: 'appconfig';
+      readonly application: string;
+      readonly environment: string;
+      readonly profile: string;
+      /** `POLICY_MAX_AGE_SECONDS`: a fetched policy is used at most this long. Default 60. */
+      readonly maxAgeSeconds: number;
+      readonly fixedGrants: readonly AccessGrant[];
+    };
+
 /** The vend function's settings that do not depend on where it runs. */
 export interface VendSettings {
-  readonly policy: AccessPolicy;
+  readonly policy: PolicySettings;
   readonly providerBaseUrl: string;
   readonly unscopedScopeMode: UnscopedScopeMode;
   readonly refreshAheadSeconds: number;
@@ -108,7 +150,7 @@ export function readVendSettings(
   reader: EnvReader,
   defaults: { tableName?: string } = {},
 ): VendSettings {
-  const policy = reader.accessPolicy('ACCESS_POLICY');
+  const policy = reader.policySettings();
   const settings = {
     providerBaseUrl: reader.secureUrl('PROVIDER_BASE_URL'),
     unscopedScopeMode: reader.oneOf('UNSCOPED_SCOPE_MODE', ['omit', 'empty'] as const, 'omit'),
@@ -119,5 +161,5 @@ export function readVendSettings(
         : reader.optional('TABLE_NAME', defaults.tableName),
   };
   reader.done();
-  return { ...settings, policy: policy as AccessPolicy };
+  return { ...settings, policy: policy as PolicySettings };
 }

@@ -11,11 +11,12 @@ import {
 } from '../../client/index.js';
 import { DynamoDbKeyJobStore } from '../adapters/dynamodb-key-job-store.js';
 import { KmsEnvelopeSealer } from '../adapters/kms-envelope-sealer.js';
+import { policyProviderFor } from '../adapters/policy-provider.js';
 import {
   SecretsManagerKeyVault,
   secretsPrefixProblem,
 } from '../adapters/secrets-manager-key-vault.js';
-import { EnvReader } from '../core/config.js';
+import { EnvReader, type PolicySettings } from '../core/config.js';
 import { readKeyIssuingSettings } from './config.js';
 import type { KeyIssuingResult } from './errors.js';
 import { createKeyIssuingJob, idStartDeadline } from './job.js';
@@ -28,12 +29,18 @@ const tableName = env.required('TABLE_NAME');
 const kmsKeyId = env.required('KMS_KEY_ID');
 const secretsPrefix = env.required('SECRETS_PREFIX');
 const settings = readKeyIssuingSettings(env);
+// The ids a scheduled run covers come from the access policy document
+// (AppConfig), so onboarding a business application needs no deploy;
+// KEY_ISSUE_BUSINESS_APPLICATION_IDS is the fallback for a document without them.
+const policySettings = env.policySettings();
 const prefixProblem = secretsPrefix === '' ? undefined : secretsPrefixProblem(secretsPrefix);
 if (prefixProblem) env.problem(`SECRETS_PREFIX: ${prefixProblem}`);
 env.done();
 
 const logger = new Logger({ serviceName: 'token-vending' });
 const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'issue-keys' });
+const count = (metric: string) => metrics.addMetric(metric, MetricUnit.Count, 1);
+const policy = policyProviderFor(policySettings as PolicySettings, { logger, count });
 // A hung AWS call must not hold the run until the Lambda timeout.
 const aws = { requestHandler: { requestTimeout: 5000, connectionTimeout: 1000 } };
 
@@ -50,11 +57,12 @@ const job = createKeyIssuingJob(
     // policy grants `unscoped`.
     tokens: new TokenVendingClient({ url: settings.vendUrl }),
     logger,
-    count: (metric) => metrics.addMetric(metric, MetricUnit.Count, 1),
+    count,
   },
   {
     providerBaseUrl: settings.providerBaseUrl,
-    businessApplicationIds: settings.businessApplicationIds,
+    businessApplicationIds: async () =>
+      (await policy.current()).policy.keyIssuingIds ?? settings.businessApplicationIds,
     ...(settings.requestBody === undefined ? {} : { requestBody: settings.requestBody }),
   },
 );

@@ -36,8 +36,12 @@ export interface KeyIssuingJobDeps {
 export interface KeyIssuingJobConfig extends Omit<KeysRequestConfig, 'baseUrl' | 'body'> {
   /** The provider's base URL (`PROVIDER_BASE_URL`). */
   readonly providerBaseUrl: string;
-  /** The configured ids (`KEY_ISSUE_BUSINESS_APPLICATION_IDS`), used when an event names none. */
-  readonly businessApplicationIds: readonly string[];
+  /**
+   * The configured ids, used when an event names none: a list, or a function
+   * read at each run (the access policy document's `keyIssuing` ids, which
+   * change without a deploy).
+   */
+  readonly businessApplicationIds: readonly string[] | (() => Promise<readonly string[]>);
   /** JSON text sent as the request body (`KEY_ISSUE_REQUEST_BODY`); absent: no body. */
   readonly requestBody?: string;
   /** Run lease on a job record, ms. Default 60 000; renewed before each request. */
@@ -100,7 +104,11 @@ export function createKeyIssuingJob(
   };
 
   async function run(options: KeyIssuingRunOptions = {}): Promise<KeyIssuingResult> {
-    const ids = [...new Set(options.businessApplicationIds ?? businessApplicationIds)];
+    const configured =
+      typeof businessApplicationIds === 'function'
+        ? () => businessApplicationIds()
+        : () => Promise.resolve(businessApplicationIds);
+    const ids = [...new Set(options.businessApplicationIds ?? (await configured()))];
     const force = options.force ?? false;
     const owner = uuid();
     count('KeyIssuingRuns');

@@ -16,7 +16,7 @@ import {
 
 // Thin wiring, shared with the vend function: the same table, key, secret and
 // lease, so the schedule and every vend instance mint at most once together.
-const { runtime, store, settings, logger, metrics, extra } = createAwsRuntime(
+const { runtime, store, policy, logger, metrics, extra } = createAwsRuntime(
   process.env,
   'refresh',
   (reader) => ({
@@ -41,7 +41,7 @@ export const handler = async (event: unknown, context: Context) => {
     if (isRefreshEvent(event)) {
       const parsed = parseAdminEvent(event);
       if (parsed.action !== 'refresh') throw new AdminError('invalid_request', 'not a refresh');
-      assertConfiguredScope(settings.policy.scopes, parsed.scope);
+      assertConfiguredScope((await policy.current()).policy.scopes, parsed.scope);
       return await forceRefresh(runtime.tokens, parsed.scope).catch((error: unknown) => {
         throw asAdminError(error);
       });
@@ -51,7 +51,8 @@ export const handler = async (event: unknown, context: Context) => {
       {
         inUseWindowSeconds: extra.inUseWindowSeconds,
         dueWithinSeconds: scheduledRefreshDueWithin(extra.intervalSeconds),
-        scopes: settings.policy.scopes,
+        // The policy now in force: a scope removed from it is never refreshed upstream.
+        scopes: (await policy.current()).policy.scopes,
       },
     );
     logger.info('scheduled refresh', { ...report });

@@ -1,5 +1,4 @@
 import type { LambdaFunctionURLEvent, LambdaFunctionURLResult } from 'aws-lambda';
-import type { AccessPolicy } from '../core/access-policy.js';
 import type { Clock } from '../core/clock.js';
 import {
   InternalError,
@@ -9,13 +8,15 @@ import {
   VendError,
 } from '../core/errors.js';
 import { fingerprint } from '../core/fingerprint.js';
+import type { PolicyProvider } from '../core/policy-source.js';
 import { jsonResponse, problemResponse } from '../core/problem.js';
 import type { CoreLogger, TokenService, VendOutcome } from '../core/token-service.js';
 import { parseVendRequest } from '../core/vend-request.js';
 
 export interface VendAppDeps {
   readonly tokens: Pick<TokenService, 'getToken'>;
-  readonly policy: AccessPolicy;
+  /** The access policy in force (fetched at most every POLICY_MAX_AGE_SECONDS). */
+  readonly policy: PolicyProvider;
   readonly logger: CoreLogger;
   readonly clock: Clock;
   /** Records one vend for metrics: the outcome label and latency. */
@@ -61,7 +62,8 @@ export function createVendApp(deps: VendAppDeps): VendApp {
       scope = request.scope;
       parsed = true;
       if (typeof principal !== 'string' || principal === '') throw new UnauthenticatedError();
-      deps.policy.authorize(principal, scope);
+      // No valid policy loaded yet: 503 with Retry-After, never a grant.
+      (await deps.policy.current()).policy.authorize(principal, scope);
       const { token, outcome } = await deps.tokens.getToken(scope, request.minTtl, request.revoked);
       const now = Math.floor(clock.now() / 1000);
       const expiresIn = Math.max(0, token.expiresAt - now);

@@ -6,14 +6,18 @@ import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SecretsManagerCredentials } from '../adapters/credentials.js';
 import { DynamoDbTokenStore } from '../adapters/dynamodb-token-store.js';
 import { metricsRecorder } from '../adapters/metrics.js';
+import { policyProviderFor } from '../adapters/policy-provider.js';
 import { KmsSealer } from '../adapters/sealers.js';
 import { type Env, EnvReader, readVendSettings, type VendSettings } from '../core/config.js';
+import type { PolicyProvider } from '../core/policy-source.js';
 import { createVendRuntime, type VendRuntime } from './runtime.js';
 
 export interface AwsRuntime {
   readonly runtime: VendRuntime;
   readonly store: DynamoDbTokenStore;
   readonly settings: VendSettings;
+  /** The access policy (AppConfig, or the inline ACCESS_POLICY). */
+  readonly policy: PolicyProvider;
   readonly logger: Logger;
   readonly metrics: Metrics;
 }
@@ -21,8 +25,9 @@ export interface AwsRuntime {
 /**
  * One "Lambda instance" of the token cache wired to AWS from the environment,
  * shared by the vend and refresh functions. Configuration is read and checked
- * once; an invalid access policy or a missing variable throws a ConfigError
- * naming every problem. `extra` reads further variables with the same reader,
+ * once; a missing or invalid variable (an inline access policy included)
+ * throws a ConfigError naming every problem. A policy read from AppConfig is
+ * checked when it loads: see PolicySource. `extra` reads further variables with the same reader,
  * so their problems are reported together.
  */
 export function createAwsRuntime<T = undefined>(
@@ -43,6 +48,7 @@ export function createAwsRuntime<T = undefined>(
   // back to degraded mode, KMS and Secrets Manager ones to cached values.
   const fast = { maxAttempts: 2, requestHandler: { requestTimeout: 1000, connectionTimeout: 500 } };
   const store = new DynamoDbTokenStore(new DynamoDBClient(fast), settings.tableName);
+  const policy = policyProviderFor(settings.policy, { logger, count: recorder.count });
   const runtime = createVendRuntime({
     store,
     sealer: new KmsSealer(new KMSClient(fast), kmsKeyId),
@@ -55,11 +61,11 @@ export function createAwsRuntime<T = undefined>(
       logger,
     }),
     provider: { baseUrl: settings.providerBaseUrl, unscopedScopeMode: settings.unscopedScopeMode },
-    policy: settings.policy,
+    policy,
     tokenConfig: { refreshAheadSeconds: settings.refreshAheadSeconds },
     logger,
     count: recorder.count,
     recordVend: recorder.recordVend,
   });
-  return { runtime, store, settings, logger, metrics, extra: more };
+  return { runtime, store, settings, policy, logger, metrics, extra: more };
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { AccessPolicy } from '../core/access-policy.js';
 import { type Clock, systemClock } from '../core/clock.js';
+import type { PolicyProvider } from '../core/policy-source.js';
 import type { CredentialsSource, Sealer, TokenStore } from '../core/ports.js';
 import { type ProviderClientConfig, requestToken } from '../core/provider-client.js';
 import {
@@ -16,7 +16,7 @@ export interface VendRuntimeOptions {
   readonly sealer: Sealer;
   readonly credentials: CredentialsSource;
   readonly provider: ProviderClientConfig;
-  readonly policy: AccessPolicy;
+  readonly policy: PolicyProvider;
   readonly logger: CoreLogger;
   readonly clock?: Clock;
   readonly fetch?: typeof fetch;

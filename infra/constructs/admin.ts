@@ -10,8 +10,6 @@ import { TokenVendingFunction } from './token-vending-function.js';
 export interface AdminProps {
   readonly config: StageConfig;
   readonly cache: TokenCache;
-  /** ACCESS_POLICY as the vend function has it (the admin uses its scopes). */
-  readonly accessPolicyJson: string;
   readonly refresh: TokenVendingFunction;
   readonly issueKeys: TokenVendingFunction;
   readonly logRetention: logs.RetentionDays;
@@ -38,7 +36,6 @@ export class Admin extends Construct {
       memorySize: 256,
       logRetention: props.logRetention,
       environment: {
-        ACCESS_POLICY: props.accessPolicyJson,
         REFRESH_FUNCTION_NAME: props.refresh.functionName,
         ISSUE_KEYS_FUNCTION_NAME: props.issueKeys.functionName,
         IN_USE_WINDOW_SECONDS: String(IN_USE_WINDOW_SECONDS),

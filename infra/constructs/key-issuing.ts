@@ -49,9 +49,6 @@ export class KeyIssuing extends Construct {
       environment: {
         PROVIDER_BASE_URL: config.providerBaseUrl,
         SECRETS_PREFIX: config.secretsPrefix,
-        KEY_ISSUE_BUSINESS_APPLICATION_IDS: JSON.stringify(
-          config.keyIssuing.businessApplicationIds,
-        ),
         ...(config.keyIssuing.requestBody === undefined
           ? {}
           : { KEY_ISSUE_REQUEST_BODY: config.keyIssuing.requestBody }),

@@ -36,6 +36,23 @@ function metric(
   });
 }
 
+/**
+ * A Function URL metric of Lambda (AWS/Lambda, dimension FunctionName) by the
+ * function's literal name, not a reference to it: the AppConfig environment
+ * watches the URL alarm, and the functions read that environment, so a
+ * reference would close a dependency cycle.
+ */
+function urlMetric(fn: TokenVendingFunction, name: string, label?: string): cloudwatch.Metric {
+  return new cloudwatch.Metric({
+    namespace: 'AWS/Lambda',
+    metricName: name,
+    dimensionsMap: { FunctionName: fn.functionName },
+    statistic: 'Sum',
+    period: PERIOD,
+    ...(label === undefined ? {} : { label }),
+  });
+}
+
 export interface ObservabilityProps {
   readonly stage: string;
   readonly vend: TokenVendingFunction;
@@ -55,6 +72,8 @@ export class Observability extends Construct {
   readonly topic: sns.Topic;
   readonly dashboard: cloudwatch.Dashboard;
   readonly alarms: cloudwatch.Alarm[] = [];
+  /** Alarms that roll an access policy deployment back when they fire during it (AppConfig monitors). */
+  readonly policyRollbackAlarms: cloudwatch.Alarm[];
   readonly dashboardUrl: string;
 
   constructor(scope: Construct, id: string, props: ObservabilityProps) {
@@ -141,7 +160,7 @@ export class Observability extends Construct {
       'Callers got 5xx answers from the vend URL (such as 503 upstream_unavailable in a provider outage) in 2 of the last 3 five-minute periods, 5 or more each.',
       // Lambda's Function URL metric (AWS/Lambda, FunctionName): the function
       // answers 5xx as a successful invocation, so its Errors metric misses them.
-      props.vend.function.metric('Url5xxCount', { period: PERIOD, statistic: 'Sum' }),
+      urlMetric(props.vend, 'Url5xxCount'),
       5,
       { periods: 3, datapoints: 2 },
     );
@@ -202,6 +221,32 @@ export class Observability extends Construct {
         1,
       );
     }
+    // Every function reads the access policy; each counts what it refused or could not fetch.
+    const policyServices = ['vend-token', 'refresh', 'issue-keys', 'admin'] as const;
+    // Ids per metric (`rejected0`, `fetch0`...): one graph shows both sums,
+    // and CloudWatch wants one id per metric in a graph.
+    const policySum = (name: string, id: string, label: string) =>
+      new cloudwatch.MathExpression({
+        expression: policyServices.map((_, i) => `FILL(${id}${i}, 0)`).join(' + '),
+        usingMetrics: Object.fromEntries(
+          policyServices.map((service, i) => [`${id}${i}`, metric(name, service)]),
+        ),
+        period: PERIOD,
+        label,
+      });
+    const policyRejected = add(
+      'policy-rejected',
+      'A function refused an access policy version as invalid and kept the last good one (a version the validator let through, or a document edited in place).',
+      policySum('PolicyRejected', 'rejected', 'Policy versions rejected'),
+      1,
+    );
+    add(
+      'policy-fetch-failures',
+      'Functions could not fetch the access policy from AppConfig 5 or more times in 2 of the last 3 five-minute periods: they keep the last good policy, so revocations wait.',
+      policySum('PolicyFetchFailures', 'fetch', 'Policy fetch failures'),
+      5,
+      { periods: 3, datapoints: 2 },
+    );
     add(
       'key-issuing-failures',
       'The key-issuing job could not issue or store keys for one or more business applications.',
@@ -217,6 +262,14 @@ export class Observability extends Construct {
       }),
       1,
     );
+
+    const alarm = (name: string): cloudwatch.Alarm =>
+      this.alarms.find((a) => a.node.id === name) as cloudwatch.Alarm;
+    this.policyRollbackAlarms = [
+      policyRejected,
+      alarm('vend-url-5xx'),
+      alarm('vend-internal-errors'),
+    ];
 
     this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
       dashboardName: prefix,
@@ -282,25 +335,17 @@ export class Observability extends Construct {
     );
     this.dashboard.addWidgets(
       graph('Vend URL answers', [
-        props.vend.function.metric('UrlRequestCount', {
-          period: PERIOD,
-          statistic: 'Sum',
-          label: 'requests',
-        }),
-        props.vend.function.metric('Url4xxCount', {
-          period: PERIOD,
-          statistic: 'Sum',
-          label: '4xx',
-        }),
-        props.vend.function.metric('Url5xxCount', {
-          period: PERIOD,
-          statistic: 'Sum',
-          label: '5xx',
-        }),
+        urlMetric(props.vend, 'UrlRequestCount', 'requests'),
+        urlMetric(props.vend, 'Url4xxCount', '4xx'),
+        urlMetric(props.vend, 'Url5xxCount', '5xx'),
       ]),
       graph('Invalid events', [
         metric('InvalidEvents', 'admin', { label: 'admin' }),
         metric('InvalidEvents', 'issue-keys', { label: 'issue-keys' }),
+      ]),
+      graph('Access policy', [
+        policySum('PolicyRejected', 'rejected', 'versions rejected'),
+        policySum('PolicyFetchFailures', 'fetch', 'fetch failures'),
       ]),
     );
     this.dashboard.addWidgets(

@@ -21,7 +21,7 @@ export interface TokenVendingFunctionProps {
   /** `token-vending-<stage>-<name>`: stable names for IAM policies, the console and test events. */
   readonly stage: string;
   /** Also the Powertools `service` the function reports metrics under. */
-  readonly name: 'vend-token' | 'refresh' | 'issue-keys' | 'admin';
+  readonly name: 'vend-token' | 'refresh' | 'issue-keys' | 'admin' | 'policy-validator';
   readonly description: string;
   readonly timeout: Duration;
   readonly memorySize: number;

@@ -43,8 +43,12 @@ export interface VendProps {
 export class Vend extends Construct {
   readonly fn: TokenVendingFunction;
   readonly url: lambda.FunctionUrl;
-  /** ACCESS_POLICY as deployed: the stage's policy plus the key issuer's grant. */
-  readonly accessPolicyJson: string;
+  /**
+   * The access policy's first version (JSON): the stage's scopes, grants and
+   * key-issuing ids. The key issuer's grant is not in it: the vend function
+   * adds it to every version (KEY_ISSUER_ARN), so no edit can lock the job out.
+   */
+  readonly initialPolicyDocument: string;
   /** The variables vend and refresh share (they run the same token cache). */
   readonly sharedEnvironment: Readonly<Record<string, string>>;
 
@@ -53,14 +57,11 @@ export class Vend extends Construct {
     const { config } = props;
     const policy: AccessPolicyDocument = {
       scopes: config.accessPolicy.scopes,
-      grants: [
-        ...config.accessPolicy.grants,
-        { principal: props.keyIssuer.roleArn, unscoped: true },
-      ],
+      grants: config.accessPolicy.grants,
+      keyIssuing: { businessApplicationIds: [...config.keyIssuing.businessApplicationIds] },
     };
-    this.accessPolicyJson = Stack.of(this).toJsonString(policy);
+    this.initialPolicyDocument = JSON.stringify(policy);
     this.sharedEnvironment = {
-      ACCESS_POLICY: this.accessPolicyJson,
       PROVIDER_BASE_URL: config.providerBaseUrl,
       UNSCOPED_SCOPE_MODE: config.unscopedScopeMode,
       REFRESH_AHEAD_SECONDS: String(REFRESH_AHEAD_SECONDS),
@@ -79,7 +80,7 @@ export class Vend extends Construct {
       memorySize: 512,
       reservedConcurrentExecutions: config.reservedConcurrency.vend,
       logRetention: props.logRetention,
-      environment: { ...this.sharedEnvironment },
+      environment: { ...this.sharedEnvironment, KEY_ISSUER_ARN: props.keyIssuer.roleArn },
     });
     props.cache.connectTable(this.fn, {
       items: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],

@@ -13,6 +13,7 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { fingerprint } from '../../functions/core/fingerprint.js';
+import { fixedPolicy } from '../../functions/core/policy-source.js';
 import { createVendRuntime } from '../../functions/vend-token/runtime.js';
 import { TestClock } from '../support/clock.js';
 import { MemoryTokenStore } from '../support/memory-store.js';
@@ -52,7 +53,7 @@ const makeRuntime = (clock = new TestClock({ virtualSleep: true })) =>
     sealer: SHARED_SEALER,
     credentials: demoCredentials(),
     provider: { baseUrl: 'https://provider.example', unscopedScopeMode: 'omit' },
-    policy: TEST_POLICY,
+    policy: fixedPolicy(TEST_POLICY),
     logger: quietLogger(),
     clock,
     fetch: provider,

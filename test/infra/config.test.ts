@@ -233,15 +233,15 @@ describe('validateStage', () => {
     ]);
   });
 
-  it('rejects an access policy too large for the functions environment', () => {
-    const grants = Array.from({ length: 60 }, (_, i) => ({
+  it('rejects a first policy version too large to travel in the template', () => {
+    const grants = Array.from({ length: 6000 }, (_, i) => ({
       principal: `arn:aws:iam::111122223333:role/service-with-a-long-name-${i}`,
       scopes: ['*'],
     }));
 
     expect(problemsOf(withChanges({ accessPolicy: { scopes: ['ba_1'], grants } }))).toEqual([
       expect.stringMatching(
-        /^accessPolicy is \d+ bytes as JSON; at most 3000 fit in the functions' 4 KB of environment variables/,
+        /^accessPolicy is \d+ bytes as JSON; the stack deploys at most 500000 as the first version/,
       ),
     ]);
   });

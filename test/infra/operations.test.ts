@@ -11,6 +11,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAdminEvent } from '../../functions/admin/admin-event.js';
 import { AccessPolicy } from '../../functions/core/access-policy.js';
 import { systemClock } from '../../functions/core/clock.js';
+import { fixedPolicy } from '../../functions/core/policy-source.js';
 import { parseKeyIssuingEvent } from '../../functions/issue-keys/event.js';
 import { createVendApp } from '../../functions/vend-token/app.js';
 import {
@@ -232,6 +233,8 @@ describe('dashboard and alarms', () => {
         'vend-url-5xx',
         'degraded',
         'unseal-failures',
+        'policy-rejected',
+        'policy-fetch-failures',
         ...['vend-token', 'refresh', 'issue-keys', 'admin'].flatMap((f) => [
           `${f}-errors`,
           `${f}-throttles`,
@@ -400,7 +403,7 @@ describe('dashboard and alarms', () => {
       AlarmName: 'token-vending-example-vend-url-5xx',
       Namespace: 'AWS/Lambda',
       MetricName: 'Url5xxCount',
-      Dimensions: [{ Name: 'FunctionName', Value: { Ref: functionId(template, VEND) } }],
+      Dimensions: [{ Name: 'FunctionName', Value: VEND }],
       Statistic: 'Sum',
       Threshold: 5,
       EvaluationPeriods: 3,
@@ -617,7 +620,7 @@ describe('console test events', () => {
           throw new Error('no vend test event may reach a token');
         },
       },
-      policy: AccessPolicy.parse(JSON.stringify(example.accessPolicy), 'test'),
+      policy: fixedPolicy(AccessPolicy.parse(JSON.stringify(example.accessPolicy), 'test')),
       logger: { info: () => {}, warn: () => {}, error: () => {} },
       clock: systemClock,
     });

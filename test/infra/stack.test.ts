@@ -10,7 +10,8 @@ import { Match, type Template } from 'aws-cdk-lib/assertions';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_TIMEOUT_MS } from '../../client/token-vending-client.js';
-import { EnvReader, readVendSettings } from '../../functions/core/config.js';
+import { AccessPolicy } from '../../functions/core/access-policy.js';
+import { EnvReader } from '../../functions/core/config.js';
 import { readKeyIssuingSettings } from '../../functions/issue-keys/config.js';
 import { createAwsRuntime } from '../../functions/vend-token/aws-runtime.js';
 import { RUNTIME } from '../../infra/constructs/token-vending-function.js';
@@ -159,10 +160,14 @@ describe('the example stage', () => {
     it('gives vend exactly the variables of its configuration', () => {
       const env = environmentOf(template, VEND);
       expect(Object.keys(env).sort()).toEqual([
-        'ACCESS_POLICY',
         'CREDENTIALS_SECRET_ARN',
+        'KEY_ISSUER_ARN',
         'KMS_KEY_ID',
         'NODE_OPTIONS',
+        'POLICY_APPCONFIG_APPLICATION',
+        'POLICY_APPCONFIG_ENVIRONMENT',
+        'POLICY_APPCONFIG_PROFILE',
+        'POLICY_MAX_AGE_SECONDS',
         'PROVIDER_BASE_URL',
         'REFRESH_AHEAD_SECONDS',
         'TABLE_NAME',
@@ -177,31 +182,47 @@ describe('the example stage', () => {
       });
     });
 
-    it('is accepted by the vend function own configuration reader', () => {
+    it('is accepted by the vend function own configuration reader, reading the policy from AppConfig', () => {
       const env = environmentOf(template, VEND);
       const { settings } = createAwsRuntime(env, 'vend-token');
       expect(settings.providerBaseUrl).toBe('https://api.provider.example');
-      expect([...settings.policy.scopes]).toEqual(['ba_123', 'ba_456']);
+      expect(settings.policy).toMatchObject({
+        kind: 'appconfig',
+        application: expect.stringMatching(/^accesspolicyapplication.*-physical-name$/),
+        environment: expect.stringMatching(/^accesspolicyenvironment.*-physical-name$/),
+        profile: expect.stringMatching(/^accesspolicyprofile.*-physical-name$/),
+        maxAgeSeconds: 60,
+      });
     });
 
-    it('grants the issue-keys role the unscoped token, and nothing else, in ACCESS_POLICY', () => {
+    it("deploys the stage's policy and key-issuing ids as the first version, and grants the issue-keys role the unscoped token in every version", () => {
       const role = roleIdOf(template, ISSUE_KEYS);
-      const policy = readVendSettings(new EnvReader(environmentOf(template, VEND))).policy;
+      const [version] = Object.values(
+        template.findResources('AWS::AppConfig::HostedConfigurationVersion'),
+      ) as Array<{ Properties: { Content: string } }>;
+      const document = JSON.parse(version?.Properties.Content as string);
+      const env = environmentOf(template, VEND);
+      const policy = AccessPolicy.parse(JSON.stringify(document), {
+        fixedGrants: [{ principal: env.KEY_ISSUER_ARN as string, unscoped: true }],
+      });
       const session = `arn:aws:sts::${ACCOUNT}:assumed-role/${role}/${ISSUE_KEYS}`;
 
+      expect(document).toEqual({
+        scopes: example.accessPolicy.scopes,
+        grants: example.accessPolicy.grants,
+        keyIssuing: { businessApplicationIds: ['ba_123'] },
+      });
+      expect(env.KEY_ISSUER_ARN).toBe(`arn:aws:iam::${ACCOUNT}:role/${role}`);
       expect(policy.allows(session, undefined)).toBe(true);
       expect(policy.allows(session, 'ba_123')).toBe(false);
-      expect(JSON.parse(environmentOf(template, VEND).ACCESS_POLICY as string).grants).toEqual([
-        ...example.accessPolicy.grants,
-        { principal: `arn:aws:iam::${ACCOUNT}:role/${role}`, unscoped: true },
-      ]);
     });
 
     it('gives refresh the vend settings plus the in-use window and the schedule period', () => {
       const vend = environmentOf(template, VEND);
       const refresh = environmentOf(template, REFRESH);
+      const { KEY_ISSUER_ARN: _, ...shared } = vend;
       expect(refresh).toEqual({
-        ...vend,
+        ...shared,
         IN_USE_WINDOW_SECONDS: '3600',
         REFRESH_INTERVAL_SECONDS: '300',
       });
@@ -211,21 +232,22 @@ describe('the example stage', () => {
       expect(extra.interval).toBe(300);
     });
 
-    it('gives issue-keys the vend URL, its ids, the secrets prefix and no provider secret', () => {
+    it('gives issue-keys the vend URL, the policy (its ids), the secrets prefix and no provider secret', () => {
       const env = environmentOf(template, ISSUE_KEYS);
       expect(env).not.toHaveProperty('CREDENTIALS_SECRET_ARN');
       expect(env).not.toHaveProperty('ACCESS_POLICY');
+      expect(env).not.toHaveProperty('KEY_ISSUE_BUSINESS_APPLICATION_IDS');
       expect(env).toMatchObject({
         SECRETS_PREFIX: 'token-vending/example',
-        KEY_ISSUE_BUSINESS_APPLICATION_IDS: '["ba_123"]',
+        POLICY_APPCONFIG_PROFILE: environmentOf(template, VEND).POLICY_APPCONFIG_PROFILE,
         VEND_URL: expect.stringMatching(/^https:\/\/.+\.lambda-url\.eu-west-1\.on\.aws\/$/),
       });
       const reader = new EnvReader(env);
-      const settings = readKeyIssuingSettings(reader);
+      readKeyIssuingSettings(reader);
+      expect(reader.policySettings()).toMatchObject({ kind: 'appconfig' });
       reader.required('TABLE_NAME');
       reader.required('KMS_KEY_ID');
       reader.done();
-      expect(settings.businessApplicationIds).toEqual(['ba_123']);
       const vendUrl =
         template.toJSON().Resources[functionId(template, ISSUE_KEYS)].Properties.Environment
           .Variables.VEND_URL;
@@ -240,10 +262,13 @@ describe('the example stage', () => {
     it('gives admin the function names it invokes and no secret', () => {
       const env = environmentOf(template, ADMIN);
       expect(Object.keys(env).sort()).toEqual([
-        'ACCESS_POLICY',
         'IN_USE_WINDOW_SECONDS',
         'ISSUE_KEYS_FUNCTION_NAME',
         'NODE_OPTIONS',
+        'POLICY_APPCONFIG_APPLICATION',
+        'POLICY_APPCONFIG_ENVIRONMENT',
+        'POLICY_APPCONFIG_PROFILE',
+        'POLICY_MAX_AGE_SECONDS',
         'REFRESH_FUNCTION_NAME',
         'TABLE_NAME',
       ]);

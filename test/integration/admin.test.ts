@@ -5,6 +5,7 @@ import { type AdminDeps, createAdmin } from '../../functions/admin/admin.js';
 import { AdminError } from '../../functions/admin/admin-event.js';
 import type { StatusReport } from '../../functions/admin/status.js';
 import { UpstreamCredentialsRejectedError } from '../../functions/core/errors.js';
+import { fixedPolicy } from '../../functions/core/policy-source.js';
 import { KeyIssuingFailedError } from '../../functions/issue-keys/errors.js';
 import { forceRefresh } from '../../functions/refresh/force-refresh.js';
 import type { VendRuntime } from '../../functions/vend-token/runtime.js';
@@ -46,7 +47,7 @@ function world(overrides: Partial<AdminDeps> = {}) {
       issued.push(event);
       return { issued: ['ba_demo_1'], skipped: [], failed: [] };
     },
-    scopes: TEST_POLICY.scopes,
+    policy: fixedPolicy(TEST_POLICY),
     inUseWindowSeconds: 3600,
     clock,
     logger: quietLogger(),

@@ -2,7 +2,9 @@
  * The real issue-keys Lambda entry point, wired from the environment: DynamoDB
  * Local for the job records, the simulator as provider, the vend runtime behind
  * the local Function URL (the handler's client signs with the environment's
- * AWS keys, as the function's role would), mocks only for Secrets Manager and KMS.
+ * AWS keys, as the function's role would), the access policy document (with
+ * the ids a scheduled run covers) from a stand-in of AppConfig's data API,
+ * mocks only for Secrets Manager and KMS.
  */
 import { DecryptCommand, GenerateDataKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
@@ -16,6 +18,7 @@ import type {
 } from '../../functions/issue-keys/errors.js';
 import { type LocalFunctionUrl, startLocalFunctionUrl } from '../../local/function-url.js';
 import { type ProviderSimulator, startProviderSimulator } from '../../local/provider-simulator.js';
+import { type AppConfigDataFake, startAppConfigDataFake } from '../support/appconfig-data-fake.js';
 import { TestClock } from '../support/clock.js';
 import { createTestTable, dynamoClient } from '../support/dynamodb.js';
 import { fakeKms } from '../support/fake-kms.js';
@@ -28,6 +31,7 @@ let secrets: FakeSecretsManager;
 let sim: ProviderSimulator;
 let url: LocalFunctionUrl;
 let table: string;
+let appConfig: AppConfigDataFake;
 const saved = { ...process.env };
 const context = {
   functionName: 'issue-keys',
@@ -37,6 +41,7 @@ const context = {
 
 beforeAll(async () => {
   sim = await startProviderSimulator();
+  appConfig = await startAppConfigDataFake();
   const client = dynamoClient();
   table = await createTestTable(client);
   const vend = makeInstance({ sim, clock: new TestClock(), client, table });
@@ -45,6 +50,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await url.close();
   await sim.close();
+  await appConfig.close();
 });
 
 beforeEach(() => {
@@ -69,14 +75,24 @@ beforeEach(() => {
     PROVIDER_BASE_URL: sim.url,
     VEND_URL: url.url,
     SECRETS_PREFIX: 'token-vending',
-    KEY_ISSUE_BUSINESS_APPLICATION_IDS: 'ba_demo_1, ba_demo_2',
+    POLICY_APPCONFIG_APPLICATION: 'token-vending-test',
+    POLICY_APPCONFIG_ENVIRONMENT: 'test',
+    POLICY_APPCONFIG_PROFILE: 'access-policy',
+    AWS_ENDPOINT_URL_APPCONFIGDATA: appConfig.url,
   });
+  appConfig.deploy(
+    JSON.stringify({
+      scopes: ['ba_demo_1', 'ba_demo_2'],
+      grants: [],
+      keyIssuing: { businessApplicationIds: ['ba_demo_1', 'ba_demo_2'] },
+    }),
+  );
 });
 afterEach(() => {
   process.env = { ...saved };
 });
 
-it('a scheduled run issues the configured ids, sealing with a KMS data key under the record key', async () => {
+it("a scheduled run issues the access policy document's ids, sealing with a KMS data key under the record key", async () => {
   // Prepare
   const { handler } = await import('../../functions/issue-keys/handler.js');
 
@@ -161,6 +177,37 @@ it('answers a bad event with invalid_request', async () => {
     code: 'invalid_request',
   });
   expect((error as Error).message).toContain('unknown field "key1"');
+});
+
+it('takes an id onboarded in a new policy version on its next run, without a deploy', async () => {
+  // Prepare: one run over a version that lists one id
+  appConfig.deploy(
+    JSON.stringify({
+      scopes: [],
+      grants: [],
+      keyIssuing: { businessApplicationIds: ['ba_demo_1'] },
+    }),
+  );
+  const { handler } = await import('../../functions/issue-keys/handler.js');
+  const first = await handler({}, context);
+  appConfig.deploy(
+    JSON.stringify({
+      scopes: [],
+      grants: [],
+      keyIssuing: { businessApplicationIds: ['ba_demo_1', 'ba_demo_2'] },
+    }),
+  );
+
+  // Act: a later run (a new instance reads the new version at once)
+  vi.resetModules();
+  const next = await import('../../functions/issue-keys/handler.js');
+  const result = await next.handler({}, context);
+
+  // Assess: each run covers the ids of the version in force (issued now, or stored before)
+  const covered = (r: typeof first) => [...r.issued, ...r.skipped].sort();
+  expect(covered(first)).toEqual(['ba_demo_1']);
+  expect(covered(result)).toEqual(['ba_demo_1', 'ba_demo_2']);
+  expect(result.failed).toEqual([]);
 });
 
 it('names every configuration problem at start', async () => {

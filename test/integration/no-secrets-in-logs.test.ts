@@ -6,6 +6,7 @@ import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-stor
 import { metricsRecorder } from '../../functions/adapters/metrics.js';
 import { AesGcmSealer } from '../../functions/adapters/sealers.js';
 import { fingerprint } from '../../functions/core/fingerprint.js';
+import { fixedPolicy } from '../../functions/core/policy-source.js';
 import { createVendRuntime } from '../../functions/vend-token/runtime.js';
 import {
   DEMO_PROVIDER_CREDENTIALS,
@@ -57,7 +58,7 @@ it('no token, secret or Basic credential reaches the logs or metrics of a busy r
       sealer: overrides.sealer ?? SHARED_SEALER,
       credentials: overrides.credentials ?? demoCredentials(),
       provider: { baseUrl: sim.url, unscopedScopeMode: 'omit', backoffBaseMs: 1 },
-      policy: TEST_POLICY,
+      policy: fixedPolicy(TEST_POLICY),
       logger,
       clock,
       count: recorder.count,

@@ -7,6 +7,7 @@
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { expect } from 'vitest';
 import type { Clock } from '../../functions/core/clock.js';
+import { fixedPolicy } from '../../functions/core/policy-source.js';
 import type { CredentialsSource, TokenStore } from '../../functions/core/ports.js';
 import type { TokenServiceConfig } from '../../functions/core/token-service.js';
 import { createVendRuntime, type VendRuntime } from '../../functions/vend-token/runtime.js';
@@ -62,7 +63,7 @@ export function fleetInstance(options: FleetInstanceOptions): VendRuntime {
       timeoutMs: PROVIDER_TIMEOUT_MS,
       backoffBaseMs: 5,
     },
-    policy: TEST_POLICY,
+    policy: fixedPolicy(TEST_POLICY),
     logger: quietLogger(),
     clock: options.clock,
     tokenConfig: options.tokenConfig ?? {},

@@ -7,6 +7,7 @@ import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-stor
 import { AesGcmSealer } from '../../functions/adapters/sealers.js';
 import { AccessPolicy } from '../../functions/core/access-policy.js';
 import type { Clock } from '../../functions/core/clock.js';
+import { fixedPolicy, type PolicyProvider } from '../../functions/core/policy-source.js';
 import type { CredentialsSource, Sealer, TokenStore } from '../../functions/core/ports.js';
 import type { TokenServiceConfig } from '../../functions/core/token-service.js';
 import { createVendRuntime, type VendRuntime } from '../../functions/vend-token/runtime.js';
@@ -44,6 +45,8 @@ export interface InstanceOptions {
   readonly logger?: Logger;
   readonly tokenConfig?: TokenServiceConfig;
   readonly unscopedScopeMode?: 'omit' | 'empty';
+  /** Default: TEST_POLICY, fixed. */
+  readonly policy?: PolicyProvider;
 }
 
 /** One simulated Lambda instance: its own L1 and clients, the shared table and provider. */
@@ -61,7 +64,7 @@ export function makeInstance(options: InstanceOptions): VendRuntime {
       backoffBaseMs: 5,
       timeoutMs: 1000,
     },
-    policy: TEST_POLICY,
+    policy: options.policy ?? fixedPolicy(TEST_POLICY),
     logger: options.logger ?? quietLogger(),
     clock: options.clock,
     tokenConfig: options.tokenConfig ?? {},

@@ -23,7 +23,45 @@ describe('readVendSettings', () => {
       refreshAheadSeconds: 900,
       tableName: 't',
     });
-    expect(settings.policy.scopes).toEqual(new Set(['ba_1']));
+    expect(settings.policy.kind).toBe('inline');
+    expect(settings.policy.kind === 'inline' && settings.policy.policy.scopes).toEqual(
+      new Set(['ba_1']),
+    );
+  });
+
+  it('reads the policy from AppConfig when the three POLICY_APPCONFIG_ variables are set', () => {
+    const settings = readVendSettings(
+      new EnvReader({
+        POLICY_APPCONFIG_APPLICATION: 'app',
+        POLICY_APPCONFIG_ENVIRONMENT: 'env',
+        POLICY_APPCONFIG_PROFILE: 'access-policy',
+        KEY_ISSUER_ARN: 'arn:aws:iam::111122223333:role/issuer',
+        PROVIDER_BASE_URL: 'https://p.example',
+        TABLE_NAME: 't',
+      }),
+    );
+
+    expect(settings.policy).toEqual({
+      kind: 'appconfig',
+      application: 'app',
+      environment: 'env',
+      profile: 'access-policy',
+      maxAgeSeconds: 60,
+      fixedGrants: [{ principal: 'arn:aws:iam::111122223333:role/issuer', unscoped: true }],
+    });
+  });
+
+  it.each([['0'], ['3601'], ['soon']])('refuses POLICY_MAX_AGE_SECONDS=%s', (value) => {
+    expect(() =>
+      readVendSettings(
+        new EnvReader({
+          ACCESS_POLICY: POLICY,
+          POLICY_MAX_AGE_SECONDS: value,
+          TABLE_NAME: 't',
+          PROVIDER_BASE_URL: 'https://p.example',
+        }),
+      ),
+    ).toThrow(/POLICY_MAX_AGE_SECONDS must be an integer from 1 to 3600/);
   });
 
   it('reports every problem at once, naming each variable', () => {

@@ -1,0 +1,46 @@
+import { AppConfigDataClient } from '@aws-sdk/client-appconfigdata';
+import { type Clock, systemClock } from '../core/clock.js';
+import type { PolicySettings } from '../core/config.js';
+import {
+  fixedPolicy,
+  type PolicyMetric,
+  type PolicyProvider,
+  PolicySource,
+} from '../core/policy-source.js';
+import type { CoreLogger } from '../core/token-service-types.js';
+import { appConfigDocumentFetcher } from './appconfig-policy.js';
+
+export interface PolicyProviderDeps {
+  readonly logger: CoreLogger;
+  readonly count?: (metric: PolicyMetric) => void;
+  readonly clock?: Clock;
+  /** Default: a client with short timeouts, so a slow AppConfig never holds a vend long. */
+  readonly client?: AppConfigDataClient;
+}
+
+/**
+ * The access policy as a Lambda function reads it: from AWS AppConfig, fetched
+ * at most every `POLICY_MAX_AGE_SECONDS`, or the inline `ACCESS_POLICY`.
+ */
+export function policyProviderFor(
+  settings: PolicySettings,
+  deps: PolicyProviderDeps,
+): PolicyProvider {
+  if (settings.kind === 'inline') return fixedPolicy(settings.policy);
+  const client =
+    deps.client ??
+    new AppConfigDataClient({
+      maxAttempts: 2,
+      requestHandler: { requestTimeout: 1000, connectionTimeout: 500 },
+    });
+  const { application, environment, profile } = settings;
+  return new PolicySource({
+    fetch: appConfigDocumentFetcher(client, { application, environment, profile }),
+    source: `AppConfig ${application}/${environment}/${profile}`,
+    maxAgeSeconds: settings.maxAgeSeconds,
+    clock: deps.clock ?? systemClock,
+    logger: deps.logger,
+    ...(deps.count ? { count: deps.count } : {}),
+    fixedGrants: settings.fixedGrants,
+  });
+}

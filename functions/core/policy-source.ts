@@ -1,0 +1,153 @@
+/**
+ * The access policy as configuration that changes at run time: fetched from
+ * where the deployment keeps it (AWS AppConfig in AWS, a file or a variable
+ * locally), checked with the same code as the deploy-time validator, and
+ * cached for at most a maximum age. A document that fails the check is never
+ * used: the last good policy stays in force, and the rejection is logged with
+ * every problem and counted (the `PolicyRejected` metric has an alarm).
+ */
+import { createHash } from 'node:crypto';
+import { type AccessGrant, AccessPolicy } from './access-policy.js';
+import type { Clock } from './clock.js';
+import { describe } from './describe-error.js';
+import { ConfigError, UpstreamUnavailableError } from './errors.js';
+import type { CoreLogger } from './token-service-types.js';
+
+/** The policy in force, and which document it came from. */
+export interface LoadedPolicy {
+  readonly policy: AccessPolicy;
+  /** The store's version of the document (AppConfig's), else `sha256:` and 12 hex digits of it. */
+  readonly version: string;
+  /** Epoch ms when this document was loaded. */
+  readonly loadedAt: number;
+}
+
+/** Where the functions get the policy from; `current` may fetch. */
+export interface PolicyProvider {
+  /**
+   * The policy in force.
+   * @throws UpstreamUnavailableError (503, with Retry-After) while no valid policy was ever loaded
+   */
+  current(): Promise<LoadedPolicy>;
+}
+
+/** A document as its store returns it. */
+export interface FetchedDocument {
+  readonly text: string;
+  /** The store's version label or number, when it has one. */
+  readonly version?: string;
+}
+
+export type PolicyMetric = 'PolicyRejected' | 'PolicyFetchFailures';
+
+export interface PolicySourceOptions {
+  /** Reads the current document from its store. */
+  readonly fetch: () => Promise<FetchedDocument>;
+  /** Names the store in logs and errors, e.g. `AppConfig access-policy` or a file path. */
+  readonly source: string;
+  /** A fetched policy is used for at most this long before the store is asked again. */
+  readonly maxAgeSeconds: number;
+  readonly clock: Clock;
+  readonly logger: CoreLogger;
+  readonly count?: (metric: PolicyMetric) => void;
+  /** Grants every document gets from the deployment (the key-issuing job's). */
+  readonly fixedGrants?: readonly AccessGrant[];
+  /** While no policy is loaded, the store is asked again after this long. Default 1 s. */
+  readonly retrySeconds?: number;
+}
+
+/** A fixed policy (tests, `ACCESS_POLICY` given inline): never fetched again. */
+export function fixedPolicy(policy: AccessPolicy, version = 'inline'): PolicyProvider {
+  const loaded: LoadedPolicy = { policy, version, loadedAt: 0 };
+  return { current: async () => loaded };
+}
+
+export const documentDigest = (text: string): string =>
+  `sha256:${createHash('sha256').update(text).digest('hex').slice(0, 12)}`;
+
+/**
+ * The access policy fetched from its store at most every `maxAgeSeconds`:
+ * revoking a grant takes effect within that bound (in the callers' vends;
+ * tokens already handed out stay valid at the provider until they expire).
+ * Concurrent callers share one fetch.
+ */
+export class PolicySource implements PolicyProvider {
+  readonly #options: PolicySourceOptions;
+  #loaded: LoadedPolicy | undefined;
+  #loadedText: string | undefined;
+  /** When the store was last asked (whatever it answered). */
+  #askedAt: number | undefined;
+  #inflight: Promise<void> | undefined;
+
+  constructor(options: PolicySourceOptions) {
+    this.#options = options;
+  }
+
+  /** The policy in force without asking the store (undefined before the first load). */
+  peek(): LoadedPolicy | undefined {
+    return this.#loaded;
+  }
+
+  async current(): Promise<LoadedPolicy> {
+    const { clock, maxAgeSeconds, retrySeconds = 1 } = this.#options;
+    const waitMs = (this.#loaded ? maxAgeSeconds : retrySeconds) * 1000;
+    if (this.#askedAt === undefined || clock.now() - this.#askedAt >= waitMs) {
+      this.#inflight ??= this.#refresh().finally(() => {
+        this.#inflight = undefined;
+      });
+      await this.#inflight;
+    }
+    if (!this.#loaded) {
+      throw new UpstreamUnavailableError(
+        'No valid access policy is loaded yet: no token is served until one is.',
+        retrySeconds,
+      );
+    }
+    return this.#loaded;
+  }
+
+  async #refresh(): Promise<void> {
+    const { fetch, source, clock, logger, count, fixedGrants = [] } = this.#options;
+    this.#askedAt = clock.now();
+    let document: FetchedDocument;
+    try {
+      document = await fetch();
+    } catch (error) {
+      count?.('PolicyFetchFailures');
+      logger.warn('access policy fetch failed', {
+        source,
+        error: describe(error),
+        keeping: this.#loaded?.version ?? null,
+      });
+      return;
+    }
+    if (document.text === this.#loadedText) return;
+    let policy: AccessPolicy;
+    try {
+      policy = AccessPolicy.parse(document.text, { source, fixedGrants });
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      count?.('PolicyRejected');
+      // The message names every problem, and quotes no more of the document than ids.
+      logger.error('access policy rejected', {
+        source,
+        version: document.version ?? documentDigest(document.text),
+        problems: error.message,
+        keeping: this.#loaded?.version ?? null,
+      });
+      return;
+    }
+    this.#loaded = {
+      policy,
+      version: document.version ?? documentDigest(document.text),
+      loadedAt: clock.now(),
+    };
+    this.#loadedText = document.text;
+    logger.info('access policy loaded', {
+      source,
+      version: this.#loaded.version,
+      scopes: policy.scopes.size,
+      principals: policy.principals.length,
+    });
+  }
+}

@@ -1,0 +1,149 @@
+import { CfnOutput, Duration, Stack } from 'aws-cdk-lib';
+import * as appconfig from 'aws-cdk-lib/aws-appconfig';
+import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import { acknowledgeWildcardResource } from '../nag.js';
+import { TokenVendingFunction } from './token-vending-function.js';
+
+/** The configuration profile's name; `tvm policy` and the docs use it. */
+export const POLICY_PROFILE_NAME = 'access-policy';
+
+export interface AccessPolicyConfigProps {
+  readonly stage: string;
+  /** The first version's document (JSON text): the stage's policy and key-issuing ids. */
+  readonly initialDocument: string;
+  /** A fetched policy is used at most this long by every function. */
+  readonly maxAgeSeconds: number;
+  /** Alarms that roll a policy deployment back when they fire during it. */
+  readonly rollbackAlarms: readonly cloudwatch.IAlarm[];
+  readonly logRetention: logs.RetentionDays;
+}
+
+/**
+ * The access policy as AWS AppConfig hosted configuration (up to 1 MB), so
+ * scopes, grants and key-issuing ids change without a deploy: versions, a
+ * Lambda validator that runs the functions' own check before a version can
+ * deploy, a gradual deployment strategy, and rollback when an alarm fires
+ * during a deployment. The stack deploys the stage's policy as the first
+ * version; operators deploy later versions through AppConfig.
+ */
+export class AccessPolicyConfig extends Construct {
+  readonly application: appconfig.Application;
+  readonly environment: appconfig.Environment;
+  readonly profile: appconfig.HostedConfiguration;
+  readonly strategy: appconfig.DeploymentStrategy;
+  readonly validator: TokenVendingFunction;
+  readonly #maxAgeSeconds: number;
+
+  constructor(scope: Construct, id: string, props: AccessPolicyConfigProps) {
+    super(scope, id);
+    this.#maxAgeSeconds = props.maxAgeSeconds;
+    const prefix = `token-vending-${props.stage}`;
+    this.application = new appconfig.Application(this, 'Application', {
+      applicationName: prefix,
+      description: 'Token vending: the access policy (scopes, grants, key-issuing ids)',
+    });
+    // AppConfig reads the alarms' state during a deployment with this role.
+    const alarmRole = new iam.Role(this, 'AlarmRole', {
+      assumedBy: new iam.ServicePrincipal('appconfig.amazonaws.com'),
+      description: `${prefix}: AppConfig watches the policy rollback alarms`,
+      inlinePolicies: {
+        DescribeAlarms: new iam.PolicyDocument({
+          statements: [
+            new iam.PolicyStatement({ actions: ['cloudwatch:DescribeAlarms'], resources: ['*'] }),
+          ],
+        }),
+      },
+    });
+    acknowledgeWildcardResource(
+      alarmRole,
+      '*',
+      'AppConfig reads alarm state with cloudwatch:DescribeAlarms, which its guide grants on all resources ("Configure permissions for automatic rollback", AWS AppConfig User Guide); the action only reads alarm metadata, and only AppConfig can assume this role.',
+    );
+    this.environment = new appconfig.Environment(this, 'Environment', {
+      application: this.application,
+      environmentName: props.stage,
+      description: `The ${props.stage} stage's functions`,
+      monitors: props.rollbackAlarms.map((alarm) =>
+        appconfig.Monitor.fromCloudWatchAlarm(alarm, alarmRole),
+      ),
+    });
+    // Gradual, so an alarm can stop a bad version before every instance has
+    // it; an urgent revocation can be deployed with AppConfig.AllAtOnce.
+    this.strategy = new appconfig.DeploymentStrategy(this, 'Strategy', {
+      deploymentStrategyName: `${prefix}-policy`,
+      description: 'Access policy: half the fetches, then all, over 2 minutes; 5 minutes watched',
+      rolloutStrategy: appconfig.RolloutStrategy.linear({
+        growthFactor: 50,
+        deploymentDuration: Duration.minutes(2),
+        finalBakeTime: Duration.minutes(5),
+      }),
+    });
+    this.validator = new TokenVendingFunction(this, 'Validator', {
+      stage: props.stage,
+      name: 'policy-validator',
+      description: "Validates access policy versions with the functions' own check",
+      timeout: Duration.seconds(30),
+      // A 1 MB document parses in well under a second at this size.
+      memorySize: 512,
+      logRetention: props.logRetention,
+    });
+    this.profile = new appconfig.HostedConfiguration(this, 'Profile', {
+      application: this.application,
+      name: POLICY_PROFILE_NAME,
+      description: 'Who may have which scope; the key-issuing job ids',
+      type: appconfig.ConfigurationType.FREEFORM,
+      content: appconfig.ConfigurationContent.fromInlineJson(props.initialDocument),
+      validators: [appconfig.LambdaValidator.fromFunction(this.validator.function)],
+      deploymentStrategy: this.strategy,
+      deployTo: [this.environment],
+    });
+
+    const outputs: Record<string, [string, string]> = {
+      PolicyApplicationId: [
+        this.application.applicationId,
+        'AppConfig application of the access policy',
+      ],
+      PolicyEnvironmentId: [
+        this.environment.environmentId,
+        'AppConfig environment the functions read',
+      ],
+      PolicyProfileId: [
+        this.profile.configurationProfileId,
+        'AppConfig configuration profile: access-policy',
+      ],
+      PolicyDeploymentStrategyId: [
+        this.strategy.deploymentStrategyId,
+        'The gradual deployment strategy for policy versions',
+      ],
+    };
+    for (const [key, [value, description]] of Object.entries(outputs)) {
+      new CfnOutput(this, key, { key, value, description });
+    }
+  }
+
+  /**
+   * Sets where the function reads the policy (POLICY_APPCONFIG_*, and
+   * POLICY_MAX_AGE_SECONDS) and grants exactly the two AppConfig data calls on
+   * this one configuration.
+   */
+  connect(fn: TokenVendingFunction): void {
+    fn.addEnvironment('POLICY_APPCONFIG_APPLICATION', this.application.applicationId);
+    fn.addEnvironment('POLICY_APPCONFIG_ENVIRONMENT', this.environment.environmentId);
+    fn.addEnvironment('POLICY_APPCONFIG_PROFILE', this.profile.configurationProfileId);
+    fn.addEnvironment('POLICY_MAX_AGE_SECONDS', String(this.#maxAgeSeconds));
+    const { account, region, partition } = Stack.of(this);
+    fn.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ReadAccessPolicy',
+        actions: ['appconfig:GetLatestConfiguration', 'appconfig:StartConfigurationSession'],
+        // The configuration resource (Service Authorization Reference, AWS AppConfig).
+        resources: [
+          `arn:${partition}:appconfig:${region}:${account}:application/${this.application.applicationId}/environment/${this.environment.environmentId}/configuration/${this.profile.configurationProfileId}`,
+        ],
+      }),
+    );
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * Reading the access policy from AWS AppConfig through Powertools Parameters'
+ * provider and the real SDK client, against a stand-in of the AppConfig Data
+ * API on loopback.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { AppConfigDataClient } from '@aws-sdk/client-appconfigdata';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { appConfigDocumentFetcher } from '../../functions/adapters/appconfig-policy.js';
+import { policyProviderFor } from '../../functions/adapters/policy-provider.js';
+import { EnvReader } from '../../functions/core/config.js';
+import type { PolicyMetric } from '../../functions/core/policy-source.js';
+import { type AppConfigDataFake, startAppConfigDataFake } from '../support/appconfig-data-fake.js';
+import { TestClock } from '../support/clock.js';
+
+const V1 = JSON.stringify({
+  scopes: ['ba_1'],
+  grants: [{ principal: 'arn:aws:iam::111122223333:role/checkout', scopes: ['ba_1'] }],
+  keyIssuing: { businessApplicationIds: ['ba_1'] },
+});
+const V2 = JSON.stringify({ scopes: ['ba_1', 'ba_2'], grants: [] });
+const KEY_ISSUER = 'arn:aws:iam::123456789012:role/TokenVending-issue-keys';
+
+let fake: AppConfigDataFake;
+beforeAll(async () => {
+  fake = await startAppConfigDataFake();
+});
+afterAll(async () => {
+  await fake.close();
+});
+
+const client = () =>
+  new AppConfigDataClient({
+    endpoint: fake.url,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' },
+    maxAttempts: 1,
+  });
+const location = { application: 'tv', environment: 'example', profile: 'access-policy' };
+
+describe('the AppConfig document fetcher', () => {
+  it('reads the deployed document and its version label, and the same document while unchanged', async () => {
+    fake.deploy(V1, '1');
+    const fetch = appConfigDocumentFetcher(client(), location);
+
+    const first = await fetch();
+    const unchanged = await fetch();
+    fake.deploy(V2, '2');
+    const second = await fetch();
+
+    expect(first).toEqual({ text: V1, version: '1' });
+    // AppConfig answers an empty body for "no change"; the provider keeps the document.
+    expect(unchanged).toEqual({ text: V1, version: '1' });
+    expect(second).toEqual({ text: V2, version: '2' });
+  });
+
+  it('names no version when the hosted version has no label', async () => {
+    fake.deploy(V1);
+    const fetch = appConfigDocumentFetcher(client(), location);
+
+    expect(await fetch()).toEqual({ text: V1 });
+  });
+});
+
+describe('the functions reading POLICY_APPCONFIG_*', () => {
+  it('load the policy with the key issuer granted, refetch after the max age, and keep it through an outage', async () => {
+    fake.deploy(V1, '1');
+    const env = new EnvReader({
+      POLICY_APPCONFIG_APPLICATION: 'tv',
+      POLICY_APPCONFIG_ENVIRONMENT: 'example',
+      POLICY_APPCONFIG_PROFILE: 'access-policy',
+      POLICY_MAX_AGE_SECONDS: '30',
+      KEY_ISSUER_ARN: KEY_ISSUER,
+    });
+    const settings = env.policySettings();
+    env.done();
+    const clock = new TestClock({ frozenAt: 1_800_000_000_000 });
+    const counted: PolicyMetric[] = [];
+    const provider = policyProviderFor(settings as NonNullable<typeof settings>, {
+      logger: new Logger({ serviceName: 'test', logLevel: 'SILENT' }),
+      count: (metric) => counted.push(metric),
+      clock,
+      client: client(),
+    });
+
+    const loaded = await provider.current();
+    fake.fail(1);
+    clock.advance(30);
+    const duringOutage = await provider.current();
+    fake.deploy(V2, '2');
+    clock.advance(30);
+    const after = await provider.current();
+
+    expect(loaded.version).toBe('1');
+    expect(
+      loaded.policy.allows(
+        'arn:aws:sts::123456789012:assumed-role/TokenVending-issue-keys/x',
+        undefined,
+      ),
+    ).toBe(true);
+    expect(loaded.policy.keyIssuingIds).toEqual(['ba_1']);
+    expect(duringOutage.version).toBe('1');
+    expect(counted).toEqual(['PolicyFetchFailures']);
+    expect(after.version).toBe('2');
+    expect([...after.policy.scopes]).toEqual(['ba_1', 'ba_2']);
+    // The key issuer's grant is in every version, whatever the document says.
+    expect(after.policy.allows(KEY_ISSUER, undefined)).toBe(true);
+  });
+
+  it('refuses a partial AppConfig location at start, naming what is missing', () => {
+    const env = new EnvReader({ POLICY_APPCONFIG_APPLICATION: 'tv' });
+    env.policySettings();
+
+    expect(() => env.done()).toThrow(
+      /POLICY_APPCONFIG_ENVIRONMENT is required with the other POLICY_APPCONFIG_ variables.*POLICY_APPCONFIG_PROFILE is required/,
+    );
+  });
+});
