@@ -19,6 +19,7 @@ import {
   startLocalStack,
   tryLines,
 } from '../../local/stack.js';
+import { startNpmStart } from '../support/npm-start.js';
 import { quietLogger } from '../support/vend-harness.js';
 
 const run = promisify(execFile);
@@ -446,49 +447,15 @@ describe('local stack configuration', () => {
   });
 });
 
-/** What `--import tsx` resolves to, from a directory outside the project. */
-const TSX_LOADER = pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
-
 describe('npm start', () => {
   let child: ChildProcess;
-  let output = '';
+  let readOutput = () => '';
   const cwd = mkdtempSync(join(tmpdir(), 'tvf-start-'));
 
   beforeAll(async () => {
-    // As npm runs it, but under a shell that stays its parent (no exec), so a
-    // test can end that parent the way `kill -9 <npm pid>` ends npm.
-    child = spawn(
-      'sh',
-      [
-        '-c',
-        `"${process.execPath}" --import "${TSX_LOADER}" "${join(ROOT, 'local/start.ts')}"; true`,
-      ],
-      {
-        cwd,
-        env: { ...process.env, PORT: '0' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    child.stdout?.on('data', (d) => {
-      output += d;
-    });
-    child.stderr?.on('data', (d) => {
-      output += d;
-    });
-    await new Promise<void>((ready, fail) => {
-      const timer = setTimeout(
-        () => fail(new Error(`npm start did not come up:\n${output}`)),
-        45_000,
-      );
-      const check = () => {
-        if (output.includes('Serving until')) {
-          clearTimeout(timer);
-          ready();
-        }
-      };
-      child.stdout?.on('data', check);
-      child.once('exit', () => fail(new Error(`npm start exited:\n${output}`)));
-    });
+    const started = await startNpmStart(cwd, {});
+    child = started.child;
+    readOutput = started.output;
   }, 60_000);
 
   afterAll(() => {
@@ -496,7 +463,9 @@ describe('npm start', () => {
   });
 
   it('prints a curl command that gets a token, and writes .local/stack.json', async () => {
-    const command = output.split('\n').find((line) => line.trim().startsWith('curl '));
+    const command = readOutput()
+      .split('\n')
+      .find((line) => line.trim().startsWith('curl '));
     expect(command).toBeDefined();
 
     const { stdout } = await run('sh', ['-c', command as string]);
@@ -517,7 +486,7 @@ describe('npm start', () => {
     child.kill('SIGKILL');
     await closed;
 
-    expect(output).toContain('npm start ended: stopping the local stack');
+    expect(readOutput()).toContain('npm start ended: stopping the local stack');
     expect(existsSync(join(cwd, '.local/stack.json'))).toBe(false);
   }, 15_000);
 });

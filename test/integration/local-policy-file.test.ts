@@ -1,0 +1,107 @@
+/**
+ * ACCESS_POLICY_FILE under a running `npm start`, driven as a user would: edit
+ * the file, and the running stack's vends follow within POLICY_REFRESH_SECONDS;
+ * a broken edit is logged with its problems and leaves the policy in force.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Sha256 } from '@aws-crypto/sha256-js';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { DEMO_IDENTITY, type LocalIdentity } from '../../local/local-identities.js';
+import { type NpmStart, startNpmStart } from '../support/npm-start.js';
+
+const PARTNER: LocalIdentity = {
+  accessKeyId: 'AKIALOCALPARTNER0001',
+  secretAccessKey: 'partnerSecretAccessKey00000000000000000',
+  arn: 'arn:aws:iam::111122223333:user/new-partner',
+};
+const DEMO_ROLE = 'arn:aws:iam::000000000000:role/local-demo';
+
+const policy = (partner: 'granted' | 'not granted') =>
+  JSON.stringify({
+    scopes: ['ba_demo_1'],
+    grants: [
+      { principal: DEMO_ROLE, scopes: ['*'] },
+      ...(partner === 'granted' ? [{ principal: PARTNER.arn, scopes: ['ba_demo_1'] }] : []),
+    ],
+  });
+
+async function status(stack: NpmStart, who: LocalIdentity): Promise<number> {
+  const target = new URL(`${stack.url}/token?scope=ba_demo_1`);
+  const signer = new SignatureV4({
+    service: 'lambda',
+    region: 'us-east-1',
+    credentials: who,
+    sha256: Sha256,
+  });
+  const signed = await signer.sign({
+    method: 'GET',
+    protocol: target.protocol,
+    hostname: target.hostname,
+    port: Number(target.port),
+    path: target.pathname,
+    query: Object.fromEntries(target.searchParams),
+    headers: { host: target.host },
+  });
+  const response = await fetch(target, { headers: signed.headers });
+  await response.body?.cancel();
+  return response.status;
+}
+
+/** Asks every 200 ms until `who` gets `expected`, up to `withinMs`; the status seen last. */
+async function until(stack: NpmStart, who: LocalIdentity, expected: number, withinMs: number) {
+  const started = Date.now();
+  let seen = await status(stack, who);
+  while (seen !== expected && Date.now() - started < withinMs) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    seen = await status(stack, who);
+  }
+  return { seen, afterMs: Date.now() - started };
+}
+
+describe('ACCESS_POLICY_FILE under a running npm start', () => {
+  let stack: NpmStart;
+  const dir = mkdtempSync(join(tmpdir(), 'tvf-policy-'));
+  const file = join(dir, 'policy.json');
+
+  beforeAll(async () => {
+    writeFileSync(file, policy('not granted'));
+    stack = await startNpmStart(dir, {
+      ACCESS_POLICY_FILE: file,
+      POLICY_REFRESH_SECONDS: '1',
+      LOCAL_IDENTITIES: JSON.stringify([
+        { ...DEMO_IDENTITY, arn: 'arn:aws:sts::000000000000:assumed-role/local-demo/s' },
+        PARTNER,
+      ]),
+      DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'),
+      TABLE_NAME: `policy-file-${Date.now()}`,
+    });
+  }, 60_000);
+  afterAll(() => {
+    if (stack?.child.exitCode === null) stack.child.kill('SIGTERM');
+  });
+
+  it('grants, revokes, and keeps the policy in force through a broken edit', async () => {
+    // 1. Grant a new principal: 403 turns to 200.
+    expect(await status(stack, PARTNER)).toBe(403);
+    writeFileSync(file, policy('granted'));
+    const granted = await until(stack, PARTNER, 200, 5000);
+
+    // 2. Revoke it: 200 turns to 403.
+    writeFileSync(file, policy('not granted'));
+    const revoked = await until(stack, PARTNER, 403, 5000);
+
+    // 3. A broken edit: the old policy is still enforced, and the log says why.
+    writeFileSync(file, '{"scopes": ["ba_demo_1"], "grants": [{"principal": "new-partner"}]');
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+
+    expect(granted.seen).toBe(200);
+    expect(revoked.seen).toBe(403);
+    expect(await status(stack, PARTNER)).toBe(403);
+    expect(await status(stack, DEMO_IDENTITY)).toBe(200);
+    expect(stack.output()).toContain('access policy rejected');
+    expect(stack.output()).toContain('is not valid JSON');
+  }, 30_000);
+});

@@ -1,0 +1,56 @@
+/**
+ * `npm start` as a user runs it, in a child process, for black-box tests: the
+ * same entry point under a shell that stays its parent (no exec), so a test
+ * can end that parent the way `kill -9 <npm pid>` ends npm.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+/** What `--import tsx` resolves to, from a directory outside the project. */
+const TSX_LOADER = pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
+
+export interface NpmStart {
+  readonly child: ChildProcess;
+  /** Everything printed so far, stdout and stderr. */
+  output(): string;
+  /** The local URL the stack serves on. */
+  readonly url: string;
+}
+
+/** Starts the local stack in `cwd` with `env` over this process's, and waits until it serves. */
+export async function startNpmStart(cwd: string, env: Record<string, string>): Promise<NpmStart> {
+  const child = spawn(
+    'sh',
+    [
+      '-c',
+      `"${process.execPath}" --import "${TSX_LOADER}" "${join(ROOT, 'local/start.ts')}"; true`,
+    ],
+    { cwd, env: { ...process.env, PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  child.stdout?.on('data', (d) => {
+    output += d;
+  });
+  child.stderr?.on('data', (d) => {
+    output += d;
+  });
+  await new Promise<void>((ready, fail) => {
+    const timer = setTimeout(
+      () => fail(new Error(`npm start did not come up:\n${output}`)),
+      45_000,
+    );
+    const check = () => {
+      if (output.includes('Serving until')) {
+        clearTimeout(timer);
+        ready();
+      }
+    };
+    child.stdout?.on('data', check);
+    child.once('exit', () => fail(new Error(`npm start exited:\n${output}`)));
+  });
+  const info = JSON.parse(readFileSync(join(cwd, '.local/stack.json'), 'utf8'));
+  return { child, output: () => output, url: info.functionUrl as string };
+}
