@@ -1,7 +1,5 @@
-import { spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { CliError } from './cli-error.js';
+import { runProjectScript } from './project-script.js';
 
 /** An admin event (SPEC section 7): a JSON object with an `action`. */
 export type AdminEvent = Record<string, unknown> & { action: string };
@@ -97,55 +95,17 @@ export interface LocalAdminOptions {
   readonly stderr: { write(text: string): unknown };
 }
 
-/** Whether `<cwd>/package.json` defines an `admin` script. */
-async function hasAdminScript(cwd: string): Promise<boolean> {
-  try {
-    const pkg = JSON.parse(await readFile(join(cwd, 'package.json'), 'utf8')) as {
-      scripts?: Record<string, unknown>;
-    };
-    return typeof pkg.scripts?.admin === 'string';
-  } catch {
-    return false;
-  }
-}
-
 /**
- * Runs an admin event against the local stack (SPEC section 8) the way an
- * operator would: `npm run --silent admin -- '<event json>'` in the project
- * directory, with this environment. Its stdout and stderr are passed through;
- * resolves to its exit code (0 ok, 1 error, 2 usage).
+ * Runs an admin event against the local stack the way an operator would:
+ * `npm run --silent admin -- '<event json>'` in the project directory, with
+ * this environment. Its stdout and stderr are passed through; resolves to its
+ * exit code (0 ok, 1 error, 2 usage).
  */
-export async function runLocalAdmin(options: LocalAdminOptions): Promise<number> {
-  if (!(await hasAdminScript(options.cwd))) {
-    throw new CliError(
-      'not_available',
-      'no "admin" script in ./package.json: run tvm admin in the token vending project directory ' +
-        '(where npm start runs), or pass --function NAME',
-    );
-  }
-  return new Promise((resolve, reject) => {
-    const child = spawn('npm', ['run', '--silent', 'admin', '--', JSON.stringify(options.event)], {
-      cwd: options.cwd,
-      env: { ...options.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout.setEncoding('utf8');
-    child.stderr.setEncoding('utf8');
-    child.stdout.on('data', (text: string) => options.stdout.write(text));
-    child.stderr.on('data', (text: string) => options.stderr.write(text));
-    child.once('error', (error: NodeJS.ErrnoException) =>
-      reject(
-        new CliError(
-          'not_available',
-          error.code === 'ENOENT'
-            ? "npm is not on PATH: the local stack's admin runs as npm run admin"
-            : `could not run npm run admin (${error.code ?? error.name})`,
-          1,
-          { cause: error },
-        ),
-      ),
-    );
-    // 'close' comes after the streams ended: everything was passed on.
-    child.once('close', (code) => resolve(code ?? 1));
+export function runLocalAdmin(options: LocalAdminOptions): Promise<number> {
+  return runProjectScript({
+    ...options,
+    script: 'admin',
+    args: [JSON.stringify(options.event)],
+    hint: 'run tvm admin in the token vending project directory (where npm start runs), or pass --function NAME',
   });
 }

@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util';
 import { type AdminEvent, invokeAdminFunction, runLocalAdmin } from './admin.js';
 import { CliError, UsageError } from './cli-error.js';
 import { TokenVendingError } from './errors.js';
+import { runProjectScript } from './project-script.js';
 import { resolveRegion } from './region.js';
 import { type LocalStackFile, readStackFile, STACK_FILE, StackFileError } from './stack-file.js';
 import { TokenVendingClient } from './token-vending-client.js';
@@ -31,6 +32,7 @@ export const MAIN_HELP = `Usage: tvm <command> [options]
 Commands:
   token    print a bearer token from the token vending URL
   admin    run an admin event (status, invalidate, refresh, issue-keys)
+  policy   check an access policy document before deploying it
 
 Run 'tvm <command> --help' for a command's options.
 
@@ -81,6 +83,17 @@ passes its output and exit code through (errors as "admin: <code>: <message>"; a
 issue-keys run prints its result on stdout as well).
 
 Exit codes: 0 ok, 1 error ("tvm: <code>: <title>" on stderr), 2 usage.
+`;
+
+export const POLICY_HELP = `Usage: tvm policy validate <file>
+
+Checks an access policy document (scopes, grants, keyIssuing) with the
+functions' own check, the one AppConfig's validator runs before a version can
+deploy, and prints a summary or every problem. Runs the project's
+'npm run --silent policy -- validate <file>' in this directory (the token
+vending project, as tvm admin does for the local stack).
+
+Exit codes: 0 ok, 1 error (invalid or unreadable), 2 usage.
 `;
 
 function parse<T extends NonNullable<Parameters<typeof parseArgs>[0]>['options']>(
@@ -281,6 +294,32 @@ async function adminCommand(args: readonly string[], io: CliIo): Promise<number>
   return runLocalAdmin({ cwd: io.cwd, env: io.env, event, stdout: io.stdout, stderr: io.stderr });
 }
 
+async function policyCommand(args: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parse(args, { help: { type: 'boolean', short: 'h' } }, 'policy');
+  if (values.help) {
+    io.stdout.write(POLICY_HELP);
+    return 0;
+  }
+  const [action, file, extra] = positionals;
+  if (action !== 'validate') {
+    throw new UsageError(
+      action === undefined ? 'missing the action (validate)' : `unknown action '${shown(action)}'`,
+      'policy',
+    );
+  }
+  if (file === undefined) throw new UsageError('missing the policy file', 'policy');
+  if (extra !== undefined) throw new UsageError(`unexpected argument '${shown(extra)}'`, 'policy');
+  return runProjectScript({
+    cwd: io.cwd,
+    env: io.env,
+    script: 'policy',
+    args: ['validate', file],
+    hint: 'run tvm policy in the token vending project directory',
+    stdout: io.stdout,
+    stderr: io.stderr,
+  });
+}
+
 function report(error: unknown, io: CliIo): number {
   if (error instanceof UsageError) {
     const help = error.command ? `tvm ${error.command} --help` : 'tvm --help';
@@ -334,6 +373,8 @@ export async function main(
         return await tokenCommand(rest, io);
       case 'admin':
         return await adminCommand(rest, io);
+      case 'policy':
+        return await policyCommand(rest, io);
       default:
         throw new UsageError(`unknown command '${shown(command)}'`);
     }

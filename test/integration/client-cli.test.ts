@@ -247,8 +247,59 @@ describe('tvm admin', () => {
   });
 });
 
+describe('tvm policy validate', () => {
+  const CHECKOUT = 'arn:aws:iam::111122223333:role/checkout';
+
+  it("checks a document in the project directory with the functions' own check: valid exits 0", async () => {
+    const file = join(emptyDir, 'good-policy.json');
+    await writeFile(
+      file,
+      JSON.stringify({
+        scopes: ['ba_1', 'ba_2'],
+        grants: [{ principal: CHECKOUT, scopes: ['ba_1'] }],
+        keyIssuing: { businessApplicationIds: ['ba_1'] },
+      }),
+    );
+
+    const run = await tvm(['policy', 'validate', file], { cwd: ROOT });
+
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(run.stdout).toMatch(
+      /is valid: 2 scopes, 1 principals, 1 key-issuing ids \(sha256:[0-9a-f]{12}, \d+ bytes\)\n$/,
+    );
+  });
+
+  it('lists every problem of an invalid document, one per line, and exits 1', async () => {
+    const file = join(emptyDir, 'bad-policy.json');
+    await writeFile(
+      file,
+      JSON.stringify({
+        scopes: ['ba_1', 'unscoped'],
+        grants: [{ principal: 'checkout', scopes: ['ba_9'] }],
+      }),
+    );
+
+    const run = await tvm(['policy', 'validate', file], { cwd: ROOT });
+
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr.split('\n').filter((line) => line.startsWith('  - '))).toEqual([
+      expect.stringMatching(/^ {2}- grants\.0\.principal: must be an IAM role ARN/),
+      '  - grants.0.scopes: "ba_9" is not listed in scopes',
+      expect.stringMatching(/^ {2}- scopes: "unscoped" is reserved/),
+    ]);
+  });
+
+  it('answers not_available outside the project directory, exit 1', async () => {
+    const run = await tvm(['policy', 'validate', 'policy.json'], { cwd: emptyDir });
+
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^tvm: not_available: no "policy" script in \.\/package\.json/);
+  });
+});
+
 describe('help', () => {
-  it.each([[['--help']], [['token', '--help']], [['admin', '--help']]])(
+  it.each([[['--help']], [['token', '--help']], [['admin', '--help']], [['policy', '--help']]])(
     'tvm %j exits 0 with usage on stdout',
     async (args) => {
       const run = await tvm(args, { cwd: emptyDir });

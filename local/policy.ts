@@ -1,0 +1,9 @@
+import { runPolicyCli } from './policy-cli.js';
+
+// `npm run policy -- validate <file>`: the functions' own check of a policy document.
+const code = await runPolicyCli(process.argv.slice(2), {
+  cwd: process.cwd(),
+  stdout: process.stdout,
+  stderr: process.stderr,
+});
+process.exit(code);
