@@ -1,8 +1,7 @@
-import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, execFile, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
@@ -23,7 +22,6 @@ import { startNpmStart } from '../support/npm-start.js';
 import { quietLogger } from '../support/vend-harness.js';
 
 const run = promisify(execFile);
-const ROOT = resolve(import.meta.dirname, '../..');
 const hasCurl = !spawnSync('curl', ['--version'], { stdio: 'ignore' }).error;
 
 /** What a real Function URL passes for a role session. */
