@@ -1,6 +1,7 @@
 /** The bench's outputs: the table it prints (Markdown, for the README), results.json and an SVG chart. */
 import type { ColdStartResult } from './cold-start.js';
 import { VARIANT_LABELS, VARIANTS, type VariantName } from './names.js';
+import type { PolicyScaleResult } from './policy-scale.js';
 import type { TargetCheck } from './targets.js';
 import type { DayResult, LatencyResult, StampedeResult } from './workloads.js';
 
@@ -18,6 +19,7 @@ export interface BenchResults {
   readonly providerLatencyMs: number;
   readonly variants: Record<VariantName, VariantResults>;
   readonly coldStart: ColdStartResult[];
+  readonly policyScale: PolicyScaleResult;
   targets?: TargetCheck[];
 }
 
@@ -158,6 +160,21 @@ export function renderColdStart(results: BenchResults): string {
     );
   }
   return lines.join('\n');
+}
+
+/** The access policy at a partner's scale, beside a 2-grant policy. */
+export function renderPolicyScale(results: BenchResults): string {
+  const p = results.policyScale;
+  const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+  return [
+    `| access policy of ${p.scopes} scopes and ${p.grants} grants (${(p.documentBytes / 1024).toFixed(0)} KB) | measured |`,
+    '| --- | ---: |',
+    `| load and check, cold (a fresh process) | ${fmtMs(p.loadColdMs)} ms |`,
+    `| load and check again (a reload) | ${fmtMs(p.loadWarmMs)} ms |`,
+    `| heap grown by the load (before collection) / kept | ${mb(p.loadHeapBytes)} / ${mb(p.retainedHeapBytes)} |`,
+    `| hot vend (L1 hit, whole vend path), 2-grant policy | ${fmtMs(p.hotVendSmallMs)} ms |`,
+    `| hot vend, large policy | ${fmtMs(p.hotVendLargeMs)} ms (${p.hotVendRatio.toFixed(2)}x) |`,
+  ].join('\n');
 }
 
 export function renderTargets(targets: readonly TargetCheck[]): string {

@@ -10,9 +10,11 @@ import { cpus } from 'node:os';
 import { resolve } from 'node:path';
 import { coldStart } from './cold-start.js';
 import { VARIANTS, type VariantName } from './names.js';
+import { policyScale } from './policy-scale.js';
 import {
   type BenchResults,
   renderColdStart,
+  renderPolicyScale,
   renderSvg,
   renderTable,
   renderTargets,
@@ -49,6 +51,7 @@ async function main(): Promise<number> {
   const started = performance.now();
   const world = await startWorld();
   const variants = {} as Record<VariantName, VariantResults>;
+  let scale: Awaited<ReturnType<typeof policyScale>>;
   try {
     // Discarded warm-up of every variant, so the first one measured does not
     // alone pay DynamoDB Local's JVM warming up (it doubled the first
@@ -64,6 +67,8 @@ async function main(): Promise<number> {
       variants[name] = { stampedeOne, stampedeMany, day, latency: lat };
       log(`bench: ${name} done in ${((performance.now() - t) / 1000).toFixed(1)} s`);
     }
+    scale = await policyScale(world);
+    log('bench: access policy at scale done');
   } finally {
     await world.close();
   }
@@ -81,6 +86,7 @@ async function main(): Promise<number> {
     providerLatencyMs: PROVIDER_LATENCY_MS,
     variants,
     coldStart: cold,
+    policyScale: scale,
   };
   const targets = checkTargets(results);
   results.targets = targets;
@@ -94,6 +100,8 @@ async function main(): Promise<number> {
       renderTable(results),
       '',
       renderColdStart(results),
+      '',
+      renderPolicyScale(results),
       '',
       renderTargets(targets),
       '',

@@ -67,6 +67,18 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
       met: importRatio <= 1.1,
     },
     {
+      target: `hot vend with a policy of ${results.policyScale.scopes} scopes and ${results.policyScale.grants} grants <= 1.05 x with 2 grants`,
+      measured: `${ms(results.policyScale.hotVendLargeMs)} vs ${ms(results.policyScale.hotVendSmallMs)} (${results.policyScale.hotVendRatio.toFixed(2)} x)`,
+      met: results.policyScale.hotVendRatio <= 1.05,
+    },
+    {
+      target: 'loading and checking that policy (cold) <= 50 ms and <= 30 MB of heap',
+      measured: `${ms(results.policyScale.loadColdMs)}, ${(results.policyScale.loadHeapBytes / 1024 / 1024).toFixed(1)} MB`,
+      met:
+        results.policyScale.loadColdMs <= 50 &&
+        results.policyScale.loadHeapBytes <= 30 * 1024 * 1024,
+    },
+    {
       target: 'no caller is ever served an expired, short or wrong-scope token',
       measured: `${runs.reduce((n, r) => n + r.badTokens, 0)} bad tokens served`,
       met: runs.every((r) => r.badTokens === 0),

@@ -1,40 +1,15 @@
 import * as v from 'valibot';
+import {
+  ACCOUNT,
+  type AccessGrant,
+  checkPolicyDocument,
+  GrantSchema,
+  PARTITION,
+} from './access-policy-schema.js';
 import { AccessDeniedError, ConfigError } from './errors.js';
-import { UNSCOPED_LABEL } from './item-keys.js';
 
-/** The syntax of a business application id used as a scope. */
-export const SCOPE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
-
-const PARTITION = 'aws(?:-cn|-us-gov|-iso(?:-[a-z])?)?';
-const ACCOUNT = '\\d{12}';
-/** Role or user ARN (with optional path), or an account root. */
-const PRINCIPAL_PATTERN = new RegExp(
-  `^arn:${PARTITION}:iam::${ACCOUNT}:(?:root|(?:role|user)/(?:[\\w+=,.@-]+/)*[\\w+=,.@-]+)$`,
-);
-
-const ScopeName = v.pipe(v.string(), v.regex(SCOPE_PATTERN, 'is not a valid scope name'));
-
-const GrantSchema = v.strictObject({
-  principal: v.pipe(
-    v.string(),
-    v.regex(PRINCIPAL_PATTERN, 'must be an IAM role ARN, user ARN or arn:aws:iam::<account>:root'),
-  ),
-  scopes: v.optional(v.array(v.union([v.literal('*'), ScopeName]))),
-  unscoped: v.optional(v.boolean()),
-});
-
-const PolicySchema = v.strictObject({
-  scopes: v.array(ScopeName),
-  grants: v.array(GrantSchema),
-  /**
-   * The business applications the scheduled key-issuing job covers (their ids
-   * share the scope syntax; they need not be token scopes).
-   */
-  keyIssuing: v.optional(v.strictObject({ businessApplicationIds: v.array(ScopeName) })),
-});
-
-export type AccessPolicyDocument = v.InferOutput<typeof PolicySchema>;
-export type AccessGrant = v.InferOutput<typeof GrantSchema>;
+export type { AccessGrant, AccessPolicyDocument } from './access-policy-schema.js';
+export { SCOPE_PATTERN } from './access-policy-schema.js';
 
 export interface ParseOptions {
   /** Names the document in error messages. Default `ACCESS_POLICY`. */
@@ -81,54 +56,6 @@ function parseArn(arn: string): ParsedArn | undefined {
   if (kind === 'root') return rest ? undefined : { partition, account, kind, name: '' };
   const name = rest.split('/').at(-1);
   return name ? { partition, account, kind, name } : undefined;
-}
-
-/** Well-formed grant scopes not listed in `scopes`, read from the raw (maybe invalid) document. */
-function unlistedScopes(raw: unknown): string[] {
-  if (typeof raw !== 'object' || raw === null) return [];
-  const { scopes, grants } = raw as { scopes?: unknown; grants?: unknown };
-  if (!Array.isArray(scopes) || !Array.isArray(grants)) return [];
-  const listed = new Set<unknown>(scopes);
-  const problems: string[] = [];
-  grants.forEach((grant: unknown, index) => {
-    const granted =
-      typeof grant === 'object' && grant !== null ? (grant as { scopes?: unknown }).scopes : [];
-    if (!Array.isArray(granted)) return;
-    for (const s of granted) {
-      if (typeof s === 'string' && SCOPE_PATTERN.test(s) && !listed.has(s)) {
-        problems.push(`grants.${index}.scopes: "${s}" is not listed in scopes`);
-      }
-    }
-  });
-  return problems;
-}
-
-/** Key-issuing ids listed twice (the job would run one id twice). */
-function repeatedKeyIssuingIds(raw: unknown): string[] {
-  const keyIssuing =
-    typeof raw === 'object' && raw !== null ? (raw as { keyIssuing?: unknown }).keyIssuing : {};
-  const ids =
-    typeof keyIssuing === 'object' && keyIssuing !== null
-      ? (keyIssuing as { businessApplicationIds?: unknown }).businessApplicationIds
-      : [];
-  if (!Array.isArray(ids)) return [];
-  return ids.flatMap((id: unknown, index) =>
-    typeof id === 'string' && ids.indexOf(id) !== index
-      ? [`keyIssuing.businessApplicationIds.${index}: "${id.slice(0, 128)}" is listed twice`]
-      : [],
-  );
-}
-
-/**
- * Admin events and reports name the unscoped token `unscoped`, so a business
- * application of that name could not be told apart: refused at start.
- */
-function reservedScopes(raw: unknown): string[] {
-  const scopes =
-    typeof raw === 'object' && raw !== null ? (raw as { scopes?: unknown }).scopes : [];
-  return Array.isArray(scopes) && scopes.includes(UNSCOPED_LABEL)
-    ? [`scopes: "${UNSCOPED_LABEL}" is reserved for the unscoped token in admin events and reports`]
-    : [];
 }
 
 /** What the grants of one principal key give together. */
@@ -214,18 +141,12 @@ export class AccessPolicy {
     } catch {
       throw new ConfigError(`${source} is not valid JSON`);
     }
-    const result = v.safeParse(PolicySchema, raw);
-    // Shape problems and unlisted scopes are reported together, in one message.
-    const problems = [
-      ...(result.issues ?? []).map((i) => `${v.getDotPath(i) ?? '(root)'}: ${i.message}`),
-      ...unlistedScopes(raw),
-      ...reservedScopes(raw),
-      ...repeatedKeyIssuingIds(raw),
-    ];
-    if (!result.success || problems.length > 0) {
-      throw new ConfigError(`${source} is invalid: ${problems.join('; ')}`);
+    const checked = checkPolicyDocument(raw);
+    // Every problem, in one message.
+    if ('problems' in checked) {
+      throw new ConfigError(`${source} is invalid: ${checked.problems.join('; ')}`);
     }
-    const doc = result.output;
+    const doc = checked.document;
     fixedGrants.forEach((grant, index) => {
       if (!v.is(GrantSchema, grant)) {
         throw new ConfigError(`${source}: fixed grant ${index} is invalid`);

@@ -41,20 +41,29 @@ const validPrincipal = fc.stringMatching(
   /^arn:aws:iam::(111122223333|\d{12}):(root|role\/[\w+=,.@-]{1,8}|role\/[\w-]{1,4}\/[\w-]{1,8}|user\/[\w-]{1,8})$/,
 );
 /** Policies that mostly parse: scopes from a pool, grants naming them or '*'. */
-const wellFormed = fc.record({
-  scopes: fc.subarray(POOL),
-  grants: fc.array(
-    fc.record(
-      {
-        principal: validPrincipal,
-        scopes: fc.oneof(fc.subarray(POOL), fc.constant(['*'])),
-        unscoped: fc.boolean(),
-      },
-      { requiredKeys: ['principal'] },
+const wellFormed = fc.record(
+  {
+    keyIssuing: fc.oneof(
+      fc.record({
+        businessApplicationIds: fc.array(fc.constantFrom(...POOL, 'bad id'), { maxLength: 3 }),
+      }),
+      fc.anything(),
     ),
-    { maxLength: 4 },
-  ),
-});
+    scopes: fc.subarray(POOL),
+    grants: fc.array(
+      fc.record(
+        {
+          principal: validPrincipal,
+          scopes: fc.oneof(fc.subarray(POOL), fc.constant(['*'])),
+          unscoped: fc.boolean(),
+        },
+        { requiredKeys: ['principal'] },
+      ),
+      { maxLength: 4 },
+    ),
+  },
+  { requiredKeys: ['scopes', 'grants'] },
+);
 const document = fc.oneof(
   { arbitrary: wellFormed, weight: 3 },
   fc.record(
@@ -111,6 +120,64 @@ it(`parses ${RUNS} arbitrary policies into a policy or a ConfigError, and allows
   // The generators reach valid policies too, not only rejections.
   expect(parsed).toBeGreaterThan(RUNS / 50);
   expect(granted).toBeGreaterThan(0);
+});
+
+/**
+ * What a valid document is, written apart from access-policy-schema.ts: the
+ * model the fast one-pass check and the per-element schema must both match.
+ */
+function referenceAccepts(doc: unknown): boolean {
+  const isObject = (x: unknown): x is Record<string, unknown> =>
+    typeof x === 'object' && x !== null && !Array.isArray(x);
+  const only = (x: Record<string, unknown>, keys: string[]) =>
+    Object.keys(x).every((k) => keys.includes(k));
+  const isScope = (x: unknown) =>
+    typeof x === 'string' && /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/.test(x);
+  const isPrincipal = (x: unknown) =>
+    typeof x === 'string' &&
+    /^arn:aws(?:-cn|-us-gov|-iso(?:-[a-z])?)?:iam::\d{12}:(?:root|(?:role|user)\/(?:[\w+=,.@-]+\/)*[\w+=,.@-]+)$/.test(
+      x,
+    );
+  if (!isObject(doc) || !only(doc, ['scopes', 'grants', 'keyIssuing'])) return false;
+  const { scopes, grants, keyIssuing } = doc;
+  if (!Array.isArray(scopes) || !scopes.every(isScope) || scopes.includes('unscoped')) return false;
+  if (!Array.isArray(grants)) return false;
+  for (const g of grants) {
+    if (!isObject(g) || !only(g, ['principal', 'scopes', 'unscoped']) || !isPrincipal(g.principal))
+      return false;
+    if (g.unscoped !== undefined && typeof g.unscoped !== 'boolean') return false;
+    if (g.scopes !== undefined) {
+      if (!Array.isArray(g.scopes)) return false;
+      if (!g.scopes.every((x) => x === '*' || (isScope(x) && scopes.includes(x)))) return false;
+    }
+  }
+  if (keyIssuing !== undefined) {
+    if (!isObject(keyIssuing) || !only(keyIssuing, ['businessApplicationIds'])) return false;
+    const ids = keyIssuing.businessApplicationIds;
+    if (!Array.isArray(ids) || !ids.every(isScope) || new Set(ids).size !== ids.length)
+      return false;
+  }
+  return true;
+}
+
+it(`accepts exactly the documents a reference model accepts, on ${RUNS} documents`, () => {
+  let accepted = 0;
+  fc.assert(
+    fc.property(document, (doc) => {
+      const json = JSON.stringify(doc) ?? 'null';
+      let parsed = true;
+      try {
+        AccessPolicy.parse(json);
+      } catch (error) {
+        expect(error).toBeInstanceOf(ConfigError);
+        parsed = false;
+      }
+      expect(parsed).toBe(referenceAccepts(JSON.parse(json)));
+      if (parsed) accepted++;
+    }),
+    { numRuns: RUNS },
+  );
+  expect(accepted).toBeGreaterThan(RUNS / 10);
 });
 
 /*

@@ -4,7 +4,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { BenchResults, VariantResults } from '../../bench/report.js';
-import { renderColdStart, renderSvg, renderTable, renderTargets } from '../../bench/report.js';
+import {
+  renderColdStart,
+  renderPolicyScale,
+  renderSvg,
+  renderTable,
+  renderTargets,
+} from '../../bench/report.js';
 import { percentile, seededRandom, summarize } from '../../bench/stats.js';
 import { checkTargets } from '../../bench/targets.js';
 
@@ -68,6 +74,18 @@ function results(): BenchResults {
         sdkOnlyLambdaImportMs: 36,
       },
     ],
+    policyScale: {
+      documentBytes: 480_000,
+      scopes: 10_000,
+      grants: 2_000,
+      loadColdMs: 30,
+      loadWarmMs: 12,
+      loadHeapBytes: 12 * 1024 * 1024,
+      retainedHeapBytes: 3 * 1024 * 1024,
+      hotVendSmallMs: 0.02,
+      hotVendLargeMs: 0.0205,
+      hotVendRatio: 1.025,
+    },
   };
 }
 
@@ -98,6 +116,29 @@ describe('bench targets and outputs', () => {
     ).toEqual(['cold stampede: exactly 1 mint per scope (1 scope, and 20 scopes)']);
   });
 
+  it.each([
+    [
+      'a hot vend 6 % slower under the large policy',
+      { hotVendRatio: 1.06 },
+      'hot vend with a policy',
+    ],
+    ['a 51 ms cold load', { loadColdMs: 51 }, 'loading and checking that policy'],
+    [
+      '31 MB of heap to load it',
+      { loadHeapBytes: 31 * 1024 * 1024 },
+      'loading and checking that policy',
+    ],
+  ])('misses the access-policy scale targets with %s', (_label, change, missed) => {
+    const r = results();
+    const bad = { ...r, policyScale: { ...r.policyScale, ...change } };
+
+    expect(
+      checkTargets(bad)
+        .filter((t) => !t.met)
+        .map((t) => t.target),
+    ).toEqual([expect.stringContaining(missed)]);
+  });
+
   it('renders the Markdown tables and the SVG chart', () => {
     const r = results();
 
@@ -113,6 +154,7 @@ describe('bench targets and outputs', () => {
       '| vend | 438.5 | client-dynamodb | 50.0 | 360.4, 48.0 | 1.04 | 236.3, 36.0 | 1.39 |',
     );
     expect(renderTargets(checkTargets(r))).toContain('| yes |');
+    expect(renderPolicyScale(r)).toContain('| hot vend, large policy | 0.021 ms (1.02x) |');
     expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
     expect(svg).toContain('<title id="chart-title">');
     expect(svg.trimEnd().endsWith('</svg>')).toBe(true);
