@@ -13,6 +13,12 @@ import {
   type StageAccess,
   type StageAccessInput,
 } from './stage-access.js';
+import {
+  checkRelease,
+  RELEASE_FIELDS,
+  type StageRelease,
+  type StageReleaseInput,
+} from './stage-release.js';
 
 /**
  * Reserved concurrency per function. Lambda keeps 100 of the account's
@@ -30,7 +36,7 @@ export interface ReservedConcurrency {
 }
 
 /** What a stage file writes. Every field is checked by `validateStage`. */
-export interface StageInput extends StageAccessInput {
+export interface StageInput extends StageAccessInput, StageReleaseInput {
   /** Names the stack (`TokenVending-<stage>`) and the functions (`token-vending-<stage>-*`). */
   readonly stage: string;
   /** Pin the stack to an account and region; default: the CLI's credentials and region. */
@@ -73,13 +79,13 @@ export interface StageInput extends StageAccessInput {
   readonly logRetentionDays?: number;
   /**
    * CloudFormation termination protection: `cdk destroy` and stack deletion
-   * are refused until it is turned off. Default true; false for throwaway stages.
+   * are refused until it is turned off. Default true (false for a `throwaway` stage).
    */
   readonly terminationProtection?: boolean;
 }
 
 /** A checked stage: what the constructs receive. */
-export interface StageConfig {
+export interface StageConfig extends StageRelease {
   readonly stage: string;
   readonly account?: string;
   readonly region?: string;
@@ -132,6 +138,7 @@ const FIELDS = new Set<string>([
   'logRetentionDays',
   'terminationProtection',
   ...ACCESS_FIELDS,
+  ...RELEASE_FIELDS,
 ]);
 const CONCURRENCY_FIELDS = ['vend', 'refresh', 'issueKeys'] as const;
 const KEY_ISSUING_FIELDS = new Set(['businessApplicationIds', 'schedule', 'requestBody']);
@@ -281,7 +288,9 @@ export function validateStage(input: unknown, source = '(stage)'): StageConfig {
     problems.push(`logRetentionDays must be one of ${LOG_RETENTION_DAYS.join(', ')}`);
   }
 
-  const terminationProtection = input.terminationProtection ?? true;
+  const release = checkRelease(input, problems);
+  // A throwaway stage is meant to be deleted: unprotected unless it says otherwise (refused).
+  const terminationProtection = input.terminationProtection ?? !release.throwaway;
   if (typeof terminationProtection !== 'boolean') {
     problems.push('terminationProtection must be true or false');
   }
@@ -306,6 +315,7 @@ export function validateStage(input: unknown, source = '(stage)'): StageConfig {
     logRetentionDays: retention as number,
     terminationProtection: terminationProtection as boolean,
     access,
+    ...release,
   };
 }
 

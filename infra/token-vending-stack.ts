@@ -10,6 +10,7 @@ import { bootstrapDeploymentRoleArn, Guardrails } from './constructs/guardrails.
 import { KeyIssuing } from './constructs/key-issuing.js';
 import { Observability } from './constructs/observability.js';
 import { Refresh } from './constructs/refresh.js';
+import { Releases } from './constructs/releases.js';
 import { FailedRunsQueue } from './constructs/scheduling.js';
 import { TokenCache } from './constructs/token-cache.js';
 import { Vend } from './constructs/vend.js';
@@ -28,6 +29,7 @@ export class TokenVendingStack extends Stack {
   readonly observability: Observability;
   readonly guardrails: Guardrails;
   readonly policy: AccessPolicyConfig;
+  readonly releases: Releases;
 
   constructor(scope: Construct, id: string, props: TokenVendingStackProps) {
     super(scope, id, { ...props, terminationProtection: props.config.terminationProtection });
@@ -41,6 +43,7 @@ export class TokenVendingStack extends Stack {
     const deploymentRoleArn = config.access.deploymentRoleArn ?? bootstrapDeploymentRoleArn(this);
     this.cache = new TokenCache(this, 'Cache', {
       stage: config.stage,
+      throwaway: config.throwaway,
       deploymentRoleArn,
       keyAdministratorArns: config.access.keyAdministratorArns,
     });
@@ -94,13 +97,31 @@ export class TokenVendingStack extends Stack {
       maxAgeSeconds: config.policyMaxAgeSeconds,
       rollbackAlarms: this.observability.policyRollbackAlarms,
       logRetention,
+      throwaway: config.throwaway,
     });
     for (const fn of Object.values(functions)) this.policy.connect(fn);
+    const errorsOf = (fn: { functionName: string }) =>
+      this.observability.alarm(
+        `${fn.functionName.slice(`token-vending-${config.stage}-`.length)}-errors`,
+      );
+    this.releases = new Releases(this, 'Releases', {
+      stage: config.stage,
+      vend: this.vend.fn,
+      others: [
+        { fn: this.refresh.fn, alarms: [errorsOf(this.refresh.fn)] },
+        { fn: this.keyIssuing.fn, alarms: [errorsOf(this.keyIssuing.fn)] },
+        { fn: this.admin.fn, alarms: [errorsOf(this.admin.fn)] },
+        { fn: this.policy.validator, alarms: [] },
+      ],
+      vendDeployment: config.vendDeployment,
+      vendLatencyP99AlarmMs: config.vendLatencyP99AlarmMs,
+    });
     new ConsoleTestEvents(this, 'ConsoleTestEvents', { config, ...functions, logRetention });
     this.guardrails = new Guardrails(this, 'Guardrails', {
       stage: config.stage,
       vendFunctionName: this.vend.fn.functionName,
-      deploymentPrincipalArns: [deploymentRoleArn],
+      // CloudFormation deploys; CodeDeploy moves vend's live alias during a release.
+      deploymentPrincipalArns: [deploymentRoleArn, this.releases.role.roleArn],
     });
 
     new CfnOutput(this, 'VendUrl', {

@@ -1,4 +1,4 @@
-import { CfnOutput, Duration, Stack } from 'aws-cdk-lib';
+import { CfnOutput, type CfnResource, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as appconfig from 'aws-cdk-lib/aws-appconfig';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -19,6 +19,12 @@ export interface AccessPolicyConfigProps {
   /** Alarms that roll a policy deployment back when they fire during it. */
   readonly rollbackAlarms: readonly cloudwatch.IAlarm[];
   readonly logRetention: logs.RetentionDays;
+  /**
+   * A throwaway stage: destroy the validator's log group and the first
+   * version with the stack, and skip AppConfig's deletion protection check,
+   * so the stack deletes whole.
+   */
+  readonly throwaway: boolean;
 }
 
 /**
@@ -66,6 +72,9 @@ export class AccessPolicyConfig extends Construct {
       application: this.application,
       environmentName: props.stage,
       description: `The ${props.stage} stage's functions`,
+      ...(props.throwaway
+        ? { deletionProtectionCheck: appconfig.DeletionProtectionCheck.BYPASS }
+        : {}),
       monitors: props.rollbackAlarms.map((alarm) =>
         appconfig.Monitor.fromCloudWatchAlarm(alarm, alarmRole),
       ),
@@ -84,11 +93,16 @@ export class AccessPolicyConfig extends Construct {
     this.validator = new TokenVendingFunction(this, 'Validator', {
       stage: props.stage,
       name: 'policy-validator',
+      destroyLogsWithStack: props.throwaway,
       description: "Validates access policy versions with the functions' own check",
       timeout: Duration.seconds(30),
       // A 1 MB document parses in well under a second at this size.
       memorySize: 512,
       logRetention: props.logRetention,
+    });
+    this.validator.live.addPermission('AppConfigValidates', {
+      principal: new iam.ServicePrincipal('appconfig.amazonaws.com'),
+      action: 'lambda:InvokeFunction',
     });
     this.profile = new appconfig.HostedConfiguration(this, 'Profile', {
       application: this.application,
@@ -96,10 +110,23 @@ export class AccessPolicyConfig extends Construct {
       description: 'Who may have which scope; the key-issuing job ids',
       type: appconfig.ConfigurationType.FREEFORM,
       content: appconfig.ConfigurationContent.fromInlineJson(props.initialDocument),
-      validators: [appconfig.LambdaValidator.fromFunction(this.validator.function)],
+      // The validator's `live` alias, as every invocation of ours.
+      validators: [
+        { type: appconfig.ValidatorType.LAMBDA, content: this.validator.live.functionArn },
+      ],
       deploymentStrategy: this.strategy,
       deployTo: [this.environment],
+      ...(props.throwaway
+        ? { deletionProtectionCheck: appconfig.DeletionProtectionCheck.BYPASS }
+        : {}),
     });
+    // CDK keeps every hosted version when the stack goes (its history); a
+    // throwaway stage takes its first version along.
+    if (props.throwaway) {
+      (this.profile.node.findChild('Resource') as CfnResource).applyRemovalPolicy(
+        RemovalPolicy.DESTROY,
+      );
+    }
 
     const outputs: Record<string, [string, string]> = {
       PolicyApplicationId: [

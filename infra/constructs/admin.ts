@@ -29,6 +29,7 @@ export class Admin extends Construct {
     super(scope, id);
     this.fn = new TokenVendingFunction(this, 'Admin', {
       stage: props.config.stage,
+      destroyLogsWithStack: props.config.throwaway,
       name: 'admin',
       description: 'Operators: status, invalidate, refresh, issue-keys (console test events)',
       // 11 minutes: an issue-keys event waits for the job, which may run 10.
@@ -36,8 +37,9 @@ export class Admin extends Construct {
       memorySize: 256,
       logRetention: props.logRetention,
       environment: {
-        REFRESH_FUNCTION_NAME: props.refresh.functionName,
-        ISSUE_KEYS_FUNCTION_NAME: props.issueKeys.functionName,
+        // The `live` aliases: what a release has shifted traffic to.
+        REFRESH_FUNCTION_NAME: props.refresh.liveName,
+        ISSUE_KEYS_FUNCTION_NAME: props.issueKeys.liveName,
         IN_USE_WINDOW_SECONDS: String(IN_USE_WINDOW_SECONDS),
       },
     });
@@ -46,12 +48,12 @@ export class Admin extends Construct {
       prefix: 'TOKEN#',
       scan: true,
     });
-    // The two functions by ARN: not their versions or aliases, nothing else.
+    // The two functions' `live` aliases: not another version, nothing else.
     this.fn.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'InvokeRefreshAndIssueKeys',
         actions: ['lambda:InvokeFunction'],
-        resources: [props.refresh.function.functionArn, props.issueKeys.function.functionArn],
+        resources: [props.refresh.live.functionArn, props.issueKeys.live.functionArn],
       }),
     );
   }

@@ -33,6 +33,7 @@ export class KeyIssuing extends Construct {
     const { config } = props;
     this.fn = new TokenVendingFunction(this, 'IssueKeys', {
       stage: config.stage,
+      destroyLogsWithStack: config.throwaway,
       name: 'issue-keys',
       description:
         'Issues Basic Auth keys for business applications and stores them in Secrets Manager',

@@ -263,12 +263,10 @@ export class Observability extends Construct {
       1,
     );
 
-    const alarm = (name: string): cloudwatch.Alarm =>
-      this.alarms.find((a) => a.node.id === name) as cloudwatch.Alarm;
     this.policyRollbackAlarms = [
       policyRejected,
-      alarm('vend-url-5xx'),
-      alarm('vend-internal-errors'),
+      this.alarm('vend-url-5xx'),
+      this.alarm('vend-internal-errors'),
     ];
 
     this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
@@ -373,6 +371,13 @@ export class Observability extends Construct {
       new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24 }),
     );
     this.dashboardUrl = `https://${Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region=${Aws.REGION}#dashboards/dashboard/${prefix}`;
+  }
+
+  /** The alarm of that name (`vend-url-5xx`, `admin-errors`...). */
+  alarm(name: string): cloudwatch.Alarm {
+    const found = this.alarms.find((a) => a.node.id === name);
+    if (!found) throw new Error(`no alarm ${name}`);
+    return found;
   }
 
   #topic(prefix: string, email: string | undefined): sns.Topic {

@@ -38,6 +38,7 @@ export class Refresh extends Construct {
     super(scope, id);
     this.fn = new TokenVendingFunction(this, 'Refresh', {
       stage: props.config.stage,
+      destroyLogsWithStack: props.config.throwaway,
       name: 'refresh',
       description:
         'Refreshes in-use cached tokens ahead of expiry (every 5 minutes, and on admin request)',

@@ -51,8 +51,9 @@ export interface ScheduledInvocationProps {
  * invokes Lambda asynchronously: its retry policy and dead-letter queue cover
  * the delivery, and the function's asynchronous invocation settings cover the
  * run (a run that throws is retried by Lambda, then sent to the same queue).
- * The schedule's role may invoke this one function (not its versions or
- * aliases) and send to the queue, and only Scheduler of this account assumes it.
+ * The schedule invokes the function's `live` alias; its role may invoke that
+ * alias (nothing else) and send to the queue, and only Scheduler of this
+ * account assumes it.
  */
 export class ScheduledInvocation extends Construct {
   readonly schedule: scheduler.Schedule;
@@ -60,7 +61,7 @@ export class ScheduledInvocation extends Construct {
 
   constructor(scope: Construct, id: string, props: ScheduledInvocationProps) {
     super(scope, id);
-    const fn = props.function.function;
+    const fn = props.function.live;
     this.role = new iam.Role(this, 'Role', {
       assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
         conditions: { StringEquals: { 'aws:SourceAccount': Stack.of(this).account } },

@@ -83,6 +83,11 @@ export interface TokenCacheProps {
   readonly deploymentRoleArn: string;
   /** Roles that manage the key but can never use it. */
   readonly keyAdministratorArns: readonly string[];
+  /**
+   * Delete the table and schedule the key's deletion with the stack (a
+   * throwaway stage). Default: keep both.
+   */
+  readonly throwaway?: boolean;
 }
 
 /**
@@ -175,8 +180,8 @@ export class TokenCache extends Construct {
       alias: `alias/token-vending-${props.stage}`,
       description: `token-vending ${props.stage}: encrypts the table, seals cached tokens and recovery copies of issued keys`,
       enableKeyRotation: true,
-      pendingWindow: Duration.days(30),
-      removalPolicy: RemovalPolicy.RETAIN,
+      pendingWindow: Duration.days(props.throwaway ? 7 : 30),
+      removalPolicy: props.throwaway ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
     });
     this.table = new dynamodb.Table(this, 'Table', {
       partitionKey: { name: 'pk', type: dynamodb.AttributeType.STRING },
@@ -187,8 +192,8 @@ export class TokenCache extends Construct {
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       encryption: dynamodb.TableEncryption.CUSTOMER_MANAGED,
       encryptionKey: this.key,
-      deletionProtection: true,
-      removalPolicy: RemovalPolicy.RETAIN,
+      deletionProtection: !props.throwaway,
+      removalPolicy: props.throwaway ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
     });
   }
 

@@ -30,7 +30,14 @@ export interface TokenVendingFunctionProps {
   readonly logRetention: logs.RetentionDays;
   /** Variables that need no grant; constructs that grant add theirs with `addEnvironment`. */
   readonly environment?: Record<string, string>;
+  /** Provisioned concurrency of the `live` alias. Default: none (cold starts on demand). */
+  readonly provisionedConcurrency?: number | undefined;
+  /** Destroy the log group with the stack (a throwaway stage). Default: keep it. */
+  readonly destroyLogsWithStack?: boolean;
 }
+
+/** The alias every caller, schedule and admin invocation targets. */
+export const LIVE_ALIAS = 'live';
 
 /**
  * One of the four functions, built the same way: `functions/<name>/handler.ts`
@@ -38,7 +45,9 @@ export interface TokenVendingFunctionProps {
  * inside (the pinned, tested versions, not the runtime's; its credential chain
  * cut to Lambda's, see infra/lambda-bundling.ts), on ARM64, with its
  * own role (no managed policies: only what the constructs grant) and its own
- * log group with a retention.
+ * log group with a retention. Each deploy publishes a version and points the
+ * `live` alias at it; everything that invokes the function invokes `live`, so
+ * a release can shift traffic gradually and roll back (see releases.ts).
  */
 export class TokenVendingFunction extends Construct {
   readonly function: NodejsFunction;
@@ -46,6 +55,10 @@ export class TokenVendingFunction extends Construct {
   readonly logGroup: logs.LogGroup;
   /** The literal name, usable where a token is not (schema names, README). */
   readonly functionName: string;
+  /** The `live` alias: what the URL, the schedules and admin invoke. */
+  readonly live: lambda.Alias;
+  /** `<functionName>:live`, usable where a token is not. */
+  readonly liveName: string;
 
   constructor(scope: Construct, id: string, props: TokenVendingFunctionProps) {
     super(scope, id);
@@ -55,10 +68,11 @@ export class TokenVendingFunction extends Construct {
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
       description: `${this.functionName}: only what this function uses`,
     });
-    // Kept when the stack is deleted: the vend audit lines are the trail of who got which token.
+    // Kept when the stack is deleted: the vend audit lines are the trail of
+    // who got which token (a throwaway stage destroys them).
     this.logGroup = new logs.LogGroup(this, 'Logs', {
       retention: props.logRetention,
-      removalPolicy: RemovalPolicy.RETAIN,
+      removalPolicy: props.destroyLogsWithStack ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
     });
     // The group exists, so the role needs no logs:CreateLogGroup.
     this.logGroup.grantWrite(this.role);
@@ -105,6 +119,15 @@ export class TokenVendingFunction extends Construct {
         // No `createRequire` banner: the bundles hold no CommonJS `require`
         // (test/infra/bundles.test.ts loads each one as ESM to prove it).
       },
+    });
+    this.liveName = `${this.functionName}:${LIVE_ALIAS}`;
+    this.live = new lambda.Alias(this, 'Live', {
+      aliasName: LIVE_ALIAS,
+      version: this.function.currentVersion,
+      description: 'What callers, schedules and admin invoke; releases shift it',
+      ...(props.provisionedConcurrency === undefined
+        ? {}
+        : { provisionedConcurrentExecutions: props.provisionedConcurrency }),
     });
   }
 

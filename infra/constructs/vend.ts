@@ -79,6 +79,8 @@ export class Vend extends Construct {
       // path and the cold start of a 450 KB bundle run faster for the same cost.
       memorySize: 512,
       reservedConcurrentExecutions: config.reservedConcurrency.vend,
+      provisionedConcurrency: config.provisionedConcurrency,
+      destroyLogsWithStack: config.throwaway,
       logRetention: props.logRetention,
       environment: { ...this.sharedEnvironment, KEY_ISSUER_ARN: props.keyIssuer.roleArn },
     });
@@ -89,7 +91,8 @@ export class Vend extends Construct {
     props.cache.connectSealer(this.fn, 'TOKEN#', 'encrypt');
     props.credentials.connect(this.fn);
 
-    this.url = this.fn.function.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.AWS_IAM });
+    // On the `live` alias, so a release shifts the URL's traffic gradually.
+    this.url = this.fn.live.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.AWS_IAM });
     const { callerAccounts, organizationId } = config.access;
     const accounts =
       callerAccounts === 'own-account' ? [Stack.of(this).account] : [...callerAccounts];
@@ -105,12 +108,12 @@ export class Vend extends Construct {
   }
 
   #allowCaller(id: string, principal: iam.IPrincipal): void {
-    this.fn.function.addPermission(`${id}Url`, {
+    this.fn.live.addPermission(`${id}Url`, {
       principal,
       action: 'lambda:InvokeFunctionUrl',
       functionUrlAuthType: lambda.FunctionUrlAuthType.AWS_IAM,
     });
-    this.fn.function.addPermission(`${id}ViaUrl`, {
+    this.fn.live.addPermission(`${id}ViaUrl`, {
       principal,
       action: 'lambda:InvokeFunction',
       invokedViaFunctionUrl: true,

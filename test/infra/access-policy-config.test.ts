@@ -5,7 +5,7 @@
  */
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { synth } from '../support/infra.js';
+import { aliasId, synth } from '../support/infra.js';
 
 const VALIDATOR = 'token-vending-example-policy-validator';
 
@@ -21,9 +21,7 @@ describe('the access policy in AppConfig', () => {
   });
 
   it('keeps one hosted free-form profile that only the Lambda validator lets a version through', () => {
-    const validator = Object.keys(
-      template.findResources('AWS::Lambda::Function', { Properties: { FunctionName: VALIDATOR } }),
-    )[0];
+    const validator = aliasId(template, VALIDATOR);
     template.hasResourceProperties('AWS::AppConfig::Application', {
       Name: 'token-vending-example',
     });
@@ -32,11 +30,11 @@ describe('the access policy in AppConfig', () => {
       Name: 'access-policy',
       LocationUri: 'hosted',
       Type: 'AWS.Freeform',
-      Validators: [{ Type: 'LAMBDA', Content: { 'Fn::GetAtt': [validator, 'Arn'] } }],
+      Validators: [{ Type: 'LAMBDA', Content: { Ref: validator } }],
     });
     template.hasResourceProperties('AWS::Lambda::Permission', {
       Action: 'lambda:InvokeFunction',
-      FunctionName: { 'Fn::GetAtt': [validator, 'Arn'] },
+      FunctionName: { Ref: validator },
       Principal: 'appconfig.amazonaws.com',
     });
   });

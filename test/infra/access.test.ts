@@ -8,6 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   ADMIN,
   actionsOf,
+  aliasId,
   allStatements,
   functionId,
   ISSUE_KEYS,
@@ -35,9 +36,9 @@ function permissions(template: Template): Permission[] {
   );
 }
 
-/** The vend function's resource-based policy statements. */
+/** The resource-based policy statements of vend's `live` alias, which the URL invokes. */
 function vendPermissions(template: Template): Permission[] {
-  const vend = JSON.stringify({ 'Fn::GetAtt': [functionId(template, VEND), 'Arn'] });
+  const vend = JSON.stringify({ Ref: aliasId(template, VEND) });
   return permissions(template).filter((p) => JSON.stringify(p.FunctionName) === vend);
 }
 
@@ -69,10 +70,11 @@ describe('the vend Function URL', () => {
     template = synth().template;
   });
 
-  it('takes IAM-signed requests only', () => {
+  it("takes IAM-signed requests only, for the function's live alias", () => {
     template.hasResourceProperties('AWS::Lambda::Url', {
       AuthType: 'AWS_IAM',
       TargetFunctionArn: { 'Fn::GetAtt': [functionId(template, VEND), 'Arn'] },
+      Qualifier: 'live',
     });
     template.resourceCountIs('AWS::Lambda::Url', 1);
   });
@@ -88,14 +90,10 @@ describe('the vend Function URL', () => {
 
   it('lets no one but AppConfig invoke another function through a resource-based policy', () => {
     const others = permissions(template).filter((p) => !vendPermissions(template).includes(p));
-    const validator = template.findResources('AWS::Lambda::Function', {
-      Properties: { FunctionName: 'token-vending-example-policy-validator' },
-    });
-
     expect(others).toEqual([
       {
         Action: 'lambda:InvokeFunction',
-        FunctionName: { 'Fn::GetAtt': [Object.keys(validator)[0], 'Arn'] },
+        FunctionName: { Ref: aliasId(template, 'token-vending-example-policy-validator') },
         Principal: 'appconfig.amazonaws.com',
       },
     ]);
@@ -321,8 +319,8 @@ describe('least privilege', () => {
         Effect: 'Allow',
         Action: 'lambda:InvokeFunction',
         Resource: expect.arrayContaining([
-          { 'Fn::GetAtt': [functionId(template, REFRESH), 'Arn'] },
-          { 'Fn::GetAtt': [functionId(template, ISSUE_KEYS), 'Arn'] },
+          { Ref: aliasId(template, REFRESH) },
+          { Ref: aliasId(template, ISSUE_KEYS) },
         ]),
       },
       readPolicy(),
@@ -331,12 +329,12 @@ describe('least privilege', () => {
     expect(invoke?.Resource).toHaveLength(2);
   });
 
-  it('lets each schedule invoke its one function and send to the failed-runs queue', () => {
+  it("lets each schedule invoke its one function's live alias and send to the failed-runs queue", () => {
     for (const name of [REFRESH, ISSUE_KEYS]) {
-      const target = functionId(template, name);
+      const target = aliasId(template, name);
       const schedule = Object.values(
         template.findResources('AWS::Scheduler::Schedule', {
-          Properties: { Target: { Arn: { 'Fn::GetAtt': [target, 'Arn'] } } },
+          Properties: { Target: { Arn: { Ref: target } } },
         }),
       )[0] as { Properties: { Target: { RoleArn: { 'Fn::GetAtt': [string, string] } } } };
       const role = schedule.Properties.Target.RoleArn['Fn::GetAtt'][0];
@@ -346,7 +344,7 @@ describe('least privilege', () => {
           Sid: 'InvokeTheTarget',
           Effect: 'Allow',
           Action: 'lambda:InvokeFunction',
-          Resource: { 'Fn::GetAtt': [target, 'Arn'] },
+          Resource: { Ref: target },
         },
         {
           Sid: 'DeadLetters',

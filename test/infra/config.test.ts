@@ -226,6 +226,38 @@ describe('validateStage', () => {
     ).not.toThrow();
   });
 
+  it('defaults releases to a vend canary with a 3 s latency alarm, nothing provisioned, nothing throwaway', () => {
+    const config = validateStage(example);
+
+    expect(config).toMatchObject({
+      vendDeployment: 'Canary10Percent5Minutes',
+      vendLatencyP99AlarmMs: 3000,
+      throwaway: false,
+      terminationProtection: true,
+    });
+    expect(config).not.toHaveProperty('provisionedConcurrency');
+  });
+
+  it('names each bad release field, and refuses a protected throwaway stage', () => {
+    expect(
+      problemsOf(
+        withChanges({
+          vendDeployment: 'Canary50Percent',
+          vendLatencyP99AlarmMs: 10,
+          provisionedConcurrency: 0,
+          throwaway: true,
+          terminationProtection: true,
+        }),
+      ),
+    ).toEqual([
+      expect.stringMatching(/^vendDeployment must be one of Canary10Percent5Minutes, /),
+      'vendLatencyP99AlarmMs must be an integer from 100 to 30000',
+      'provisionedConcurrency must be an integer from 1 to 1000',
+      'a throwaway stage cannot have terminationProtection: it is meant to be removed',
+    ]);
+    expect(validateStage(withChanges({ throwaway: true })).terminationProtection).toBe(false);
+  });
+
   it('refuses more caller accounts than the resource policy holds', () => {
     const callerAccounts = Array.from({ length: 21 }, (_, i) => String(100000000000 + i));
     expect(problemsOf(withChanges({ callerAccounts, organizationId: 'o-a1b2c3d4e5' }))).toEqual([

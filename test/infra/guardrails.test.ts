@@ -16,7 +16,7 @@ const CALLER = `arn:aws:iam::${ACCOUNT}:role/checkout`;
 const BOUNDARY_ARN = `arn:aws:iam::${ACCOUNT}:policy/token-vending-example-caller-boundary`;
 
 /** The two statements both documents carry, exactly. */
-function doorStatements(vendArn: unknown, deploymentRole: unknown) {
+function doorStatements(vendArn: unknown, deploymentPrincipals: unknown[]) {
   return [
     {
       Sid: 'DenyVendInvokeOutsideItsUrl',
@@ -30,7 +30,7 @@ function doorStatements(vendArn: unknown, deploymentRole: unknown) {
       Effect: 'Deny',
       Action: [...VEND_CHANGE_ACTIONS],
       Resource: [vendArn, `${vendArn}:*`],
-      Condition: { ArnNotLike: { 'aws:PrincipalArn': [deploymentRole] } },
+      Condition: { ArnNotLike: { 'aws:PrincipalArn': deploymentPrincipals } },
     },
   ];
 }
@@ -39,6 +39,8 @@ describe('guardrails', () => {
   let template: Template;
   let scp: { Statement: unknown[] };
   let boundary: { Statement: unknown[] };
+  /** The deployment role and CodeDeploy's, which moves vend's live alias in a release. */
+  let deployers: string[];
 
   beforeAll(() => {
     template = synth().template;
@@ -47,6 +49,16 @@ describe('guardrails', () => {
     const policies = template.findResources('AWS::IAM::ManagedPolicy', {
       Properties: { ManagedPolicyName: 'token-vending-example-caller-boundary' },
     });
+    const codeDeploy = Object.keys(
+      template.findResources('AWS::IAM::Role', {
+        Properties: {
+          AssumeRolePolicyDocument: {
+            Statement: [{ Principal: { Service: 'codedeploy.amazonaws.com' } }],
+          },
+        },
+      }),
+    )[0];
+    deployers = [DEPLOYMENT_ROLE, `arn:aws:iam::${ACCOUNT}:role/${codeDeploy}`];
     boundary = (
       Object.values(policies)[0] as { Properties: { PolicyDocument: { Statement: unknown[] } } }
     ).Properties.PolicyDocument;
@@ -55,7 +67,7 @@ describe('guardrails', () => {
   it('outputs a service control policy that denies a direct Invoke and changes outside deployment', () => {
     expect(scp).toEqual({
       Version: '2012-10-17',
-      Statement: doorStatements(VEND_ARN, DEPLOYMENT_ROLE),
+      Statement: doorStatements(VEND_ARN, deployers),
     });
     // AWS Organizations takes SCPs of at most 5,120 characters.
     expect(JSON.stringify(scp).length).toBeLessThan(5120);
@@ -64,7 +76,7 @@ describe('guardrails', () => {
   it('creates a permissions boundary with the same two denials, and protects itself', () => {
     expect(resolveDocument(template, boundary.Statement)).toEqual([
       { Sid: 'CapAtIdentityPolicies', Effect: 'Allow', Action: '*', Resource: '*' },
-      ...doorStatements(VEND_ARN, DEPLOYMENT_ROLE),
+      ...doorStatements(VEND_ARN, deployers),
       {
         Sid: 'DenyBoundaryRemoval',
         Effect: 'Deny',
@@ -143,7 +155,8 @@ describe('guardrails', () => {
         'lambda:PutFunctionConcurrency',
       ]) {
         expect(ask(CALLER, action, VEND_ARN)).toBe('denied');
-        expect(ask(DEPLOYMENT_ROLE, action, VEND_ARN)).not.toBe('denied');
+        for (const deployer of deployers)
+          expect(ask(deployer, action, VEND_ARN)).not.toBe('denied');
       }
       expect(ask(CALLER, 'lambda:GetFunction', VEND_ARN)).not.toBe('denied');
     });
@@ -156,6 +169,9 @@ describe('guardrails', () => {
       resolveValue(other, other.toJSON().Outputs.GuardrailServiceControlPolicy.Value),
     );
 
-    expect(document.Statement).toEqual(doorStatements(VEND_ARN, named));
+    expect(document.Statement[1].Condition.ArnNotLike['aws:PrincipalArn']).toEqual([
+      named,
+      expect.stringMatching(/^arn:aws:iam::123456789012:role\/Releases/),
+    ]);
   });
 });

@@ -52,7 +52,7 @@ describe('cdk-nag AwsSolutions', { timeout: 90_000 }, () => {
     expect(report).not.toContain('FailedRuns');
   });
 
-  it('acknowledges exactly five findings, each by its exact id with a reason', () => {
+  it('acknowledges exactly six findings, each by its exact id with a reason', () => {
     const { app } = buildStack(undefined, { nag: true });
     const found = acknowledgements(app);
 
@@ -61,6 +61,7 @@ describe('cdk-nag AwsSolutions', { timeout: 90_000 }, () => {
       'TokenVending-example/FailedRuns/Queue',
       'TokenVending-example/Guardrails/CallerBoundary',
       'TokenVending-example/KeyIssuing/IssueKeys/Role',
+      'TokenVending-example/Releases/Role',
     ]);
     // A permissions boundary's Allow * grants nothing by itself.
     expect(Object.keys(found.get('TokenVending-example/Guardrails/CallerBoundary') ?? {})).toEqual([

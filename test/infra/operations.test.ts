@@ -21,6 +21,7 @@ import {
 import { example } from '../../infra/stages/example.js';
 import {
   ADMIN,
+  aliasId,
   FUNCTIONS,
   functionId,
   ISSUE_KEYS,
@@ -46,20 +47,23 @@ describe('schedules and failed runs', () => {
   it.each([
     [REFRESH, 'rate(5 minutes)', 240],
     [ISSUE_KEYS, example.keyIssuing.schedule, 3600],
-  ])('invokes %s on %s with retries and the dead-letter queue', (name, expression, maxAge) => {
-    template.hasResourceProperties('AWS::Scheduler::Schedule', {
-      ScheduleExpression: expression,
-      ScheduleExpressionTimezone: 'Etc/UTC',
-      State: 'ENABLED',
-      FlexibleTimeWindow: { Mode: 'OFF' },
-      Target: {
-        Arn: { 'Fn::GetAtt': [functionId(template, name), 'Arn'] },
-        Input: '{}',
-        RetryPolicy: { MaximumRetryAttempts: 3, MaximumEventAgeInSeconds: maxAge },
-        DeadLetterConfig: { Arn: { 'Fn::GetAtt': [queue, 'Arn'] } },
-      },
-    });
-  });
+  ])(
+    "invokes %s's live alias on %s with retries and the dead-letter queue",
+    (name, expression, maxAge) => {
+      template.hasResourceProperties('AWS::Scheduler::Schedule', {
+        ScheduleExpression: expression,
+        ScheduleExpressionTimezone: 'Etc/UTC',
+        State: 'ENABLED',
+        FlexibleTimeWindow: { Mode: 'OFF' },
+        Target: {
+          Arn: { Ref: aliasId(template, name) },
+          Input: '{}',
+          RetryPolicy: { MaximumRetryAttempts: 3, MaximumEventAgeInSeconds: maxAge },
+          DeadLetterConfig: { Arn: { 'Fn::GetAtt': [queue, 'Arn'] } },
+        },
+      });
+    },
+  );
 
   it.each([
     [REFRESH, 1, 240],
@@ -69,7 +73,8 @@ describe('schedules and failed runs', () => {
     (name, retries, age) => {
       template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
         FunctionName: { Ref: functionId(template, name) },
-        Qualifier: '$LATEST',
+        // The live alias the schedule invokes: `live` out of its ARN.
+        Qualifier: { 'Fn::Select': [7, { 'Fn::Split': [':', { Ref: aliasId(template, name) }] }] },
         MaximumRetryAttempts: retries,
         MaximumEventAgeInSeconds: age,
         DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [queue, 'Arn'] } } },
@@ -220,8 +225,14 @@ describe('dashboard and alarms', () => {
     ]);
   });
 
+  /** The paging alarms, to the topic; the release alarms only roll a release back. */
+  const paging = () =>
+    Object.values(template.findResources('AWS::CloudWatch::Alarm')).filter(
+      (a) => !(a.Properties.AlarmName as string).includes('-release-'),
+    );
+
   it('raises exactly the alarms of the operations runbook', () => {
-    const names = Object.values(template.findResources('AWS::CloudWatch::Alarm'))
+    const names = paging()
       .map((a) => a.Properties.AlarmName as string)
       .sort();
 
@@ -247,8 +258,8 @@ describe('dashboard and alarms', () => {
     );
   });
 
-  it('sends every alarm and its recovery to the topic', () => {
-    for (const alarm of Object.values(template.findResources('AWS::CloudWatch::Alarm'))) {
+  it('sends every paging alarm and its recovery to the topic', () => {
+    for (const alarm of paging()) {
       expect(alarm.Properties).toMatchObject({
         AlarmActions: [{ Ref: topic }],
         OKActions: [{ Ref: topic }],

@@ -259,7 +259,7 @@ describe('the example stage', () => {
       });
     });
 
-    it('gives admin the function names it invokes and no secret', () => {
+    it('gives admin the live aliases of the functions it invokes and no secret', () => {
       const env = environmentOf(template, ADMIN);
       expect(Object.keys(env).sort()).toEqual([
         'IN_USE_WINDOW_SECONDS',
@@ -273,8 +273,8 @@ describe('the example stage', () => {
         'TABLE_NAME',
       ]);
       expect(env).toMatchObject({
-        REFRESH_FUNCTION_NAME: REFRESH,
-        ISSUE_KEYS_FUNCTION_NAME: ISSUE_KEYS,
+        REFRESH_FUNCTION_NAME: `${REFRESH}:live`,
+        ISSUE_KEYS_FUNCTION_NAME: `${ISSUE_KEYS}:live`,
         IN_USE_WINDOW_SECONDS: '3600',
       });
     });

@@ -182,3 +182,13 @@ export function testEventsOf(template: Template, functionName: string): Record<s
     Object.entries(content.components.examples).map(([name, example]) => [name, example.value]),
   );
 }
+
+/** The logical id of a function's `live` alias. */
+export function aliasId(template: Template, name: string): string {
+  const fn = functionId(template, name);
+  const found = Object.entries(template.findResources('AWS::Lambda::Alias')).filter(
+    ([, r]) => JSON.stringify(r.Properties.FunctionName) === JSON.stringify({ Ref: fn }),
+  );
+  if (found.length !== 1) throw new Error(`expected one alias of ${name}, found ${found.length}`);
+  return (found[0] as [string, unknown])[0];
+}

@@ -1,0 +1,214 @@
+/**
+ * Releases: every function behind a `live` alias that CodeDeploy moves; vend
+ * by canary, rolled back by its release alarms; provisioned concurrency only
+ * when a stage asks; a throwaway stage that removes whole.
+ */
+import type { Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  ADMIN,
+  aliasId,
+  FUNCTIONS,
+  ISSUE_KEYS,
+  REFRESH,
+  stage,
+  statementsOf,
+  synth,
+  VEND,
+} from '../support/infra.js';
+
+const VALIDATOR = 'token-vending-example-policy-validator';
+const ALL = [...FUNCTIONS, VALIDATOR];
+
+const alarmId = (template: Template, name: string) =>
+  Object.keys(
+    template.findResources('AWS::CloudWatch::Alarm', {
+      Properties: { AlarmName: `token-vending-example-${name}` },
+    }),
+  )[0] as string;
+
+describe('releases', () => {
+  let template: Template;
+  beforeAll(() => {
+    template = synth().template;
+  });
+
+  it.each(ALL)('publishes %s behind a live alias that CodeDeploy moves', (name) => {
+    const alias = template.toJSON().Resources[aliasId(template, name)];
+    expect(alias.Properties).toMatchObject({
+      Name: 'live',
+      FunctionVersion: { 'Fn::GetAtt': [expect.stringContaining('CurrentVersion'), 'Version'] },
+    });
+    expect(alias.Properties).not.toHaveProperty('ProvisionedConcurrencyConfig');
+    const group = alias.UpdatePolicy.CodeDeployLambdaAliasUpdate.DeploymentGroupName.Ref;
+    expect(template.toJSON().Resources[group].Properties.DeploymentGroupName).toBe(name);
+  });
+
+  it('shifts vend by canary, 10 % for 5 minutes, and rolls back when a release alarm fires', () => {
+    template.hasResourceProperties('AWS::CodeDeploy::DeploymentGroup', {
+      DeploymentGroupName: VEND,
+      DeploymentConfigName: 'CodeDeployDefault.LambdaCanary10Percent5Minutes',
+      DeploymentStyle: { DeploymentOption: 'WITH_TRAFFIC_CONTROL', DeploymentType: 'BLUE_GREEN' },
+      AlarmConfiguration: {
+        Enabled: true,
+        Alarms: ['vend-release-5xx', 'vend-release-errors', 'vend-release-latency'].map((name) => ({
+          Name: { Ref: alarmId(template, name) },
+        })),
+      },
+      AutoRollbackConfiguration: {
+        Enabled: true,
+        Events: ['DEPLOYMENT_FAILURE', 'DEPLOYMENT_STOP_ON_REQUEST', 'DEPLOYMENT_STOP_ON_ALARM'],
+      },
+    });
+  });
+
+  it("judges vend's release alarms by the minute: URL 5xx, function errors, latency p99", () => {
+    const props = (name: string) => template.toJSON().Resources[alarmId(template, name)].Properties;
+    expect(props('vend-release-5xx')).toMatchObject({
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Url5xxCount',
+      Dimensions: [{ Name: 'FunctionName', Value: VEND }],
+      Period: 60,
+      Threshold: 5,
+      EvaluationPeriods: 1,
+    });
+    expect(props('vend-release-errors')).toMatchObject({
+      MetricName: 'Errors',
+      Dimensions: [{ Name: 'FunctionName', Value: VEND }],
+      Period: 60,
+      Threshold: 1,
+    });
+    expect(props('vend-release-latency')).toMatchObject({
+      Namespace: 'TokenVending',
+      MetricName: 'VendLatency',
+      Dimensions: [{ Name: 'service', Value: 'vend-token' }],
+      ExtendedStatistic: 'p99',
+      Period: 60,
+      Threshold: 3000,
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 2,
+    });
+    // They roll back; the paging alarms page.
+    for (const name of ['vend-release-5xx', 'vend-release-errors', 'vend-release-latency']) {
+      expect(props(name)).not.toHaveProperty('AlarmActions');
+    }
+  });
+
+  it.each([
+    [REFRESH, 'refresh-errors'],
+    [ISSUE_KEYS, 'issue-keys-errors'],
+    [ADMIN, 'admin-errors'],
+  ])('moves %s all at once, rolled back by its error alarm', (name, alarm) => {
+    template.hasResourceProperties('AWS::CodeDeploy::DeploymentGroup', {
+      DeploymentGroupName: name,
+      DeploymentConfigName: 'CodeDeployDefault.LambdaAllAtOnce',
+      AlarmConfiguration: { Enabled: true, Alarms: [{ Name: { Ref: alarmId(template, alarm) } }] },
+    });
+  });
+
+  it('lets CodeDeploy move these aliases and read alarms, through no managed policy', () => {
+    const group = Object.values(
+      template.findResources('AWS::CodeDeploy::DeploymentGroup', {
+        Properties: { DeploymentGroupName: VEND },
+      }),
+    )[0] as { Properties: { ServiceRoleArn: { 'Fn::GetAtt': [string, string] } } };
+    const role = template.toJSON().Resources[group.Properties.ServiceRoleArn['Fn::GetAtt'][0]];
+
+    expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+    expect(role.Properties.Policies).toEqual([
+      {
+        PolicyName: 'MoveLiveAliases',
+        PolicyDocument: {
+          Version: '2012-10-17',
+          Statement: [
+            {
+              Effect: 'Allow',
+              Action: [
+                'lambda:GetAlias',
+                'lambda:GetProvisionedConcurrencyConfig',
+                'lambda:UpdateAlias',
+              ],
+              Resource: expect.arrayContaining(
+                ALL.map((name) => ({ Ref: aliasId(template, name) })),
+              ),
+            },
+            { Effect: 'Allow', Action: 'cloudwatch:DescribeAlarms', Resource: '*' },
+          ],
+        },
+      },
+    ]);
+    expect(role.Properties.Policies[0].PolicyDocument.Statement[0].Resource).toHaveLength(5);
+    expect(statementsOf(template, group.Properties.ServiceRoleArn['Fn::GetAtt'][0])).toEqual([]);
+  });
+});
+
+describe('release settings of a stage', () => {
+  it('moves vend all at once, and judges latency by its own threshold, where the stage says', () => {
+    const { template } = synth(stage({ vendDeployment: 'AllAtOnce', vendLatencyP99AlarmMs: 1500 }));
+
+    template.hasResourceProperties('AWS::CodeDeploy::DeploymentGroup', {
+      DeploymentGroupName: VEND,
+      DeploymentConfigName: 'CodeDeployDefault.LambdaAllAtOnce',
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: 'token-vending-example-vend-release-latency',
+      Threshold: 1500,
+    });
+  });
+
+  it("provisions concurrency on vend's live alias only when the stage asks", () => {
+    const { template } = synth(stage({ provisionedConcurrency: 5 }));
+
+    expect(
+      template.toJSON().Resources[aliasId(template, VEND)].Properties.ProvisionedConcurrencyConfig,
+    ).toEqual({ ProvisionedConcurrentExecutions: 5 });
+    for (const name of [REFRESH, ISSUE_KEYS, ADMIN]) {
+      expect(template.toJSON().Resources[aliasId(template, name)].Properties).not.toHaveProperty(
+        'ProvisionedConcurrencyConfig',
+      );
+    }
+  });
+
+  it('keeps the table, the key and the logs of a stage, and protects it, unless it is throwaway', () => {
+    const kept = synth().template;
+    const throwaway = synth(stage({ throwaway: true, terminationProtection: undefined }));
+
+    const of = (template: Template, type: string) =>
+      Object.values(template.findResources(type)) as Array<{
+        DeletionPolicy?: string;
+        Properties: Record<string, unknown>;
+      }>;
+    const cacheKey = (template: Template) =>
+      of(template, 'AWS::KMS::Key').find((k) =>
+        String(k.Properties.Description).includes('seals cached tokens'),
+      );
+
+    expect(of(kept, 'AWS::DynamoDB::Table')[0]).toMatchObject({
+      DeletionPolicy: 'Retain',
+      Properties: { DeletionProtectionEnabled: true },
+    });
+    expect(cacheKey(kept)).toMatchObject({ DeletionPolicy: 'Retain' });
+    expect(
+      of(kept, 'AWS::Logs::LogGroup').filter((g) => g.DeletionPolicy === 'Retain'),
+    ).toHaveLength(5);
+
+    expect(throwaway.stack.terminationProtection).toBe(false);
+    expect(of(throwaway.template, 'AWS::DynamoDB::Table')[0]).toMatchObject({
+      DeletionPolicy: 'Delete',
+      Properties: { DeletionProtectionEnabled: false },
+    });
+    expect(cacheKey(throwaway.template)).toMatchObject({
+      DeletionPolicy: 'Delete',
+      Properties: { PendingWindowInDays: 7 },
+    });
+    expect(
+      of(throwaway.template, 'AWS::Logs::LogGroup').every((g) => g.DeletionPolicy !== 'Retain'),
+    ).toBe(true);
+    // Nothing of the stack is kept behind: a stage of the same name can be deployed again.
+    expect(
+      Object.values(throwaway.template.toJSON().Resources).filter(
+        (r) => (r as { DeletionPolicy?: string }).DeletionPolicy === 'Retain',
+      ),
+    ).toEqual([]);
+  });
+});
