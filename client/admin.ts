@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CliError } from './cli-error.js';
 
-/** An admin event (SPEC section 7): a JSON object with an `action`. */
+/** An admin event (docs/operations.md): a JSON object with an `action`. */
 export type AdminEvent = Record<string, unknown> & { action: string };
 
 export interface InvokeAdminOptions {
@@ -110,7 +110,7 @@ async function hasAdminScript(cwd: string): Promise<boolean> {
 }
 
 /**
- * Runs an admin event against the local stack (SPEC section 8) the way an
+ * Runs an admin event against the local stack (`npm start`) the way an
  * operator would: `npm run --silent admin -- '<event json>'` in the project
  * directory, with this environment. Its stdout and stderr are passed through;
  * resolves to its exit code (0 ok, 1 error, 2 usage).

@@ -44,7 +44,7 @@ export interface StageInput extends StageAccessInput {
    * stack never creates it, so the provider secret never passes through CloudFormation.
    */
   readonly credentialsSecret: string;
-  /** SPEC section 4. The stack adds the issue-keys function's role, granted `unscoped`. */
+  /** The access policy (docs/configuration.md). The stack adds the issue-keys function's role, granted `unscoped`. */
   readonly accessPolicy: AccessPolicyDocument;
   readonly keyIssuing: {
     /** The ids a scheduled run issues keys for (may be empty). */

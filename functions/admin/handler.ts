@@ -43,7 +43,7 @@ const admin = createAdmin({
   count: (metric) => metrics.addMetric(metric, MetricUnit.Count, 1),
 });
 
-/** Console test events and `tvm admin --function`: see SPEC section 7 and the README. */
+/** Console test events and `tvm admin --function`: see docs/operations.md. */
 export const handler = async (event: unknown, context: Context): Promise<AdminResult> => {
   logger.addContext(context);
   try {

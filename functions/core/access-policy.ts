@@ -2,7 +2,7 @@ import * as v from 'valibot';
 import { AccessDeniedError, ConfigError } from './errors.js';
 import { UNSCOPED_LABEL } from './item-keys.js';
 
-/** SPEC section 3: the syntax of a business application id used as a scope. */
+/** The syntax of a business application id used as a scope (docs/vend-api.md). */
 export const SCOPE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 const PARTITION = 'aws(?:-cn|-us-gov|-iso(?:-[a-z])?)?';
@@ -123,7 +123,7 @@ function grantMatches(grant: Grant, callerArn: string, caller: ParsedArn): boole
   }
 }
 
-/** The parsed access policy of SPEC section 4: default deny. */
+/** The parsed access policy (docs/configuration.md): default deny. */
 export class AccessPolicy {
   readonly scopes: ReadonlySet<string>;
   readonly principals: readonly string[];

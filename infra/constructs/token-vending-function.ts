@@ -44,7 +44,7 @@ export class TokenVendingFunction extends Construct {
   readonly function: NodejsFunction;
   readonly role: iam.Role;
   readonly logGroup: logs.LogGroup;
-  /** The literal name, usable where a token is not (schema names, README). */
+  /** The literal name, usable where a token is not (schema names, docs). */
   readonly functionName: string;
 
   constructor(scope: Construct, id: string, props: TokenVendingFunctionProps) {
