@@ -2,7 +2,7 @@
  * Cold start: each function bundled as CDK's NodejsFunction bundles it (with
  * the SDK's credential chain cut to Lambda's), its size, and the time a fresh
  * Node process takes to import it (median of 20), against a bundle that
- * imports only the same AWS SDK clients (issue 9's baseline, with the SDK's
+ * imports only the same AWS SDK clients (the import-time target's baseline, with the SDK's
  * full credential chain), and against that bundle with the chain cut the same
  * way (like for like: what creating the clients and the function's own code cost).
  */
@@ -57,7 +57,7 @@ export interface ColdStartResult {
   readonly bytes: number;
   /** The AWS SDK clients the bundle holds, e.g. client-dynamodb. */
   readonly sdkClients: string[];
-  /** The SDK-only bundle as any bundle of these clients has it: the SDK's full credential chain (issue 9's baseline). */
+  /** The SDK-only bundle as any bundle of these clients has it: the SDK's full credential chain (the import-time target's baseline). */
   readonly sdkOnlyBytes: number;
   readonly importMs: number;
   readonly sdkOnlyImportMs: number;

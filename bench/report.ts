@@ -1,4 +1,4 @@
-/** The bench's outputs: the table it prints (Markdown, for the README), results.json and an SVG chart. */
+/** The bench's outputs: the table it prints (Markdown, for docs/performance.md), results.json and an SVG chart. */
 import type { ColdStartResult } from './cold-start.js';
 import { VARIANT_LABELS, VARIANTS, type VariantName } from './names.js';
 import type { PolicyScaleResult } from './policy-scale.js';

@@ -1,4 +1,4 @@
-/** The bench's targets (issue 9), checked against a run's results; any miss fails the run. */
+/** The bench's targets (docs/performance.md), checked against a run's results; any miss fails the run. */
 import type { ColdStartResult } from './cold-start.js';
 import { REFRESH_AHEAD_SECONDS } from './names.js';
 import type { BenchResults } from './report.js';

@@ -1,7 +1,7 @@
 import { CliError } from './cli-error.js';
 import { runProjectScript } from './project-script.js';
 
-/** An admin event (SPEC section 7): a JSON object with an `action`. */
+/** An admin event (docs/operations.md): a JSON object with an `action`. */
 export type AdminEvent = Record<string, unknown> & { action: string };
 
 export interface InvokeAdminOptions {

@@ -1,6 +1,6 @@
 /**
  * `tvm`, the command line for people: `tvm token` prints a token from the vend
- * URL, `tvm admin` runs an admin event (SPEC section 7). Exit codes: 0 ok,
+ * URL, `tvm admin` runs an admin event (docs/operations.md). Exit codes: 0 ok,
  * 1 error (`tvm: <code>: <title>` on stderr), 2 usage.
  *
  * `main` takes its arguments, environment and streams as parameters so that

@@ -2,7 +2,7 @@ import type { ProblemCode } from './vend-api.js';
 
 /**
  * Codes a `TokenVendingError` carries. The first nine are the vend API's own
- * (SPEC section 3, from its problem+json body); the rest are the client's:
+ * (docs/vend-api.md, from its problem+json body); the rest are the client's:
  *
  * - `throttled`: HTTP 429 without a problem body (Lambda throttled the function);
  * - `unexpected_response`: any other status without a problem body;

@@ -10,7 +10,7 @@ export interface VendAnswer {
   readonly body: string;
 }
 
-/** The codes the vend API puts into its problem+json bodies (SPEC section 3). */
+/** The codes the vend API puts into its problem+json bodies (docs/vend-api.md). */
 const PROBLEM_CODE_SET: ReadonlySet<string> = new Set<string>(PROBLEM_CODES);
 
 /**

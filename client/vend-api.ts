@@ -1,5 +1,5 @@
 /**
- * The vend API's vocabulary as callers see it (SPEC section 3), kept here so
+ * The vend API's vocabulary as callers see it (docs/vend-api.md), kept here so
  * that the client depends on nothing outside `client/`. The vend function has
  * its own definitions (functions/core); test/unit/client-vocabulary.test.ts
  * checks that the two agree.

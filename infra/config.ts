@@ -51,7 +51,7 @@ export interface StageInput extends StageAccessInput, StageReleaseInput {
    */
   readonly credentialsSecret: string;
   /**
-   * The access policy's first version (see docs). The stack deploys it to
+   * The access policy's first version (docs/configuration.md). The stack deploys it to
    * AppConfig with the key-issuing ids; later versions are deployed through
    * AppConfig, without a deploy of the stack. The issue-keys function's role
    * is always granted `unscoped` besides.

@@ -19,7 +19,7 @@ export interface TokenVendingStackProps extends StackProps {
   readonly config: StageConfig;
 }
 
-/** SPEC sections 2 to 7 in one stack: it composes the constructs and holds no logic. */
+/** The whole service in one stack (docs/deploying.md): it composes the constructs and holds no logic. */
 export class TokenVendingStack extends Stack {
   readonly cache: TokenCache;
   readonly vend: Vend;

@@ -1,5 +1,5 @@
 /**
- * `npm run admin -- '<event json>'`: one admin event (SPEC section 7) against
+ * `npm run admin -- '<event json>'`: one admin event (docs/operations.md) against
  * the running local stack. The result is printed as JSON on stdout; errors as
  * `admin: <code>: <message>` on stderr, never with a stack trace. Exit codes:
  * 0 ok, 1 error (a failed key-issuing run also prints its result on stdout),

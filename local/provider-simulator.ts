@@ -1,7 +1,7 @@
 /**
  * Provider simulator: a node:http server on loopback that follows
- * shared/provider-auth-interface.md to the letter (token endpoint 4.1 and the partner
- * key-issuing endpoint 4.2), with fault injection, counters and a secret-free request log
+ * the provider's interface document to the letter (token endpoint and the partner
+ * key-issuing endpoint), with fault injection, counters and a secret-free request log
  * for tests and for the local stack (`npm start`).
  *
  * Where the document says "not shown" (error bodies, status codes, unscoped request form,

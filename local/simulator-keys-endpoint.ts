@@ -1,5 +1,5 @@
 /**
- * Provider simulator key-issuing endpoint (shared/provider-auth-interface.md 4.2): bearer
+ * Provider simulator key-issuing endpoint (as the provider documents it): bearer
  * token introspection, the partner feature flag, the request payload check, and key issuing
  * with Idempotency-Key records that replay the first answer.
  */

@@ -1,5 +1,5 @@
 /**
- * Provider simulator token endpoint (shared/provider-auth-interface.md 4.1): the Basic
+ * Provider simulator token endpoint (as the provider documents it): the Basic
  * client authentication check, the client_credentials grant, the scope rules, and the
  * issued access tokens that the key-issuing endpoint introspects.
  */

@@ -72,7 +72,7 @@ function collect<T>(problems: string[], read: () => T): T | undefined {
 }
 
 /**
- * Reads the local stack's environment (SPEC section 8 and the README's table).
+ * Reads the local stack's environment (docs/configuration.md lists them).
  * @throws ConfigError naming every problem; never quoting a key or secret.
  */
 export function readLocalSettings(env: Env): LocalSettings {
@@ -82,7 +82,7 @@ export function readLocalSettings(env: Env): LocalSettings {
   const region = reader.optional('AWS_REGION', 'us-east-1');
   const identities = readLocalIdentities(reader, env);
   const providerUrl = reader.optional('PROVIDER_BASE_URL', '');
-  // SPEC section 8: without them, the simulator's (e.g. for a simulator run on its own).
+  // Without them, the simulator's (e.g. for a simulator run on its own).
   const givenKey = reader.optional('PROVIDER_KEY', '');
   const givenSecret = reader.optional('PROVIDER_SECRET', '');
   if (Boolean(givenKey) !== Boolean(givenSecret)) {

@@ -75,7 +75,7 @@ export interface LocalStack {
 }
 
 /**
- * Starts the local stack of SPEC section 8 on loopback: DynamoDB Local (unless
+ * Starts the local stack (docs/local-stack.md) on loopback: DynamoDB Local (unless
  * DYNAMODB_ENDPOINT), the provider simulator (unless PROVIDER_BASE_URL), a
  * SigV4-checking Function URL in front of the real vend handler, and the
  * scheduled refresh on its own timer (`options.timers`, real ones by default).
@@ -161,7 +161,7 @@ export async function startLocalStack(
     });
     stops.push(() => url.close());
 
-    // The refresh schedule of SPEC section 2, on this stack's own timer.
+    // The scheduled refresh, as in AWS, on this stack's own timer.
     const refresh = startRefreshTimer(
       {
         run: async () =>

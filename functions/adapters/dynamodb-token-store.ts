@@ -81,7 +81,7 @@ export function fromItem(item: Item): StoredItem {
 }
 
 /**
- * The L2 cache in DynamoDB (SPEC section 5): one item per scope, the lease
+ * The L2 cache in DynamoDB (docs/cache-design.md): one item per scope, the lease
  * beside the token, `ttl = expires_at - 60`. SDK failures become
  * StoreUnavailableError; a failed condition is an answer, not an error.
  */

@@ -12,7 +12,7 @@ import type { KeyVault } from '../issue-keys/ports.js';
  * directory, flushed, then renamed over the old one, so a reader sees the old
  * keys or the new ones, never a part. The directory is mode 0700.
  *
- * The id is checked against the SPEC pattern: it starts with a letter or digit
+ * The id is checked against the scope pattern: it starts with a letter or digit
  * and holds no `/`, so it is one plain file name (never `.` or `..`).
  */
 export class FileKeyVault implements KeyVault {

@@ -5,11 +5,11 @@ import { UNSCOPED_LABEL } from '../core/item-keys.js';
 /** In admin events, this scope name stands for the unscoped (partner) token. */
 export const UNSCOPED = UNSCOPED_LABEL;
 
-/** Every valid event, for error messages and the README. */
+/** Every valid event, for error messages and usage (docs/operations.md lists them too). */
 export const ADMIN_EVENTS = [
   '{"action":"status"}',
   '{"action":"invalidate","scope":"<scope>|unscoped"}',
-  '{"action":"invalidate","all":true} (or SPEC section 7\'s {"all":true})',
+  '{"action":"invalidate","all":true} (or the short form {"all":true})',
   '{"action":"refresh","scope":"<scope>|unscoped"}',
   '{"action":"issue-keys","businessApplicationIds":["<id>",...],"force":true} (both fields optional)',
 ] as const;
@@ -34,7 +34,7 @@ export class AdminError extends Error {
   }
 }
 
-/** A vend-path error (SPEC section 3 code) as an admin error with the same code; others unchanged. */
+/** A vend-path error (a vend API code) as an admin error with the same code; others unchanged. */
 export function asAdminError(error: unknown): unknown {
   return error instanceof VendError
     ? new AdminError(error.code, error.message, { cause: error })
@@ -86,13 +86,13 @@ function scopeOf(event: Record<string, unknown>, action: string): string | undef
 }
 
 /**
- * Parses an admin event (SPEC section 7). Anything else is an AdminError
+ * Parses an admin event (docs/operations.md). Anything else is an AdminError
  * `invalid_request` whose message lists every valid event; nothing the
  * caller sent is echoed but short plain field names.
  */
 export function parseAdminEvent(event: unknown): AdminEvent {
   if (!isRecord(event)) throw invalid('The event must be a JSON object with an "action"');
-  // SPEC section 7 writes "invalidate everything" as {"all":true}, without an action.
+  // The short form of "invalidate everything": {"all":true}, without an action.
   const action = event.action === undefined && 'all' in event ? 'invalidate' : event.action;
   switch (action) {
     case 'status':

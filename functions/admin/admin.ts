@@ -52,7 +52,7 @@ export interface InvalidateReport {
 export type AdminResult = StatusReport | InvalidateReport | RefreshOutcome | KeyIssuingResult;
 
 /**
- * The admin function's core (SPEC section 7): `status`, `invalidate`,
+ * The admin function's core (docs/operations.md): `status`, `invalidate`,
  * `refresh` and `issue-keys`. Never returns or logs a token or key.
  * @throws AdminError with a machine-readable `code` (the message starts with it)
  */

@@ -45,7 +45,7 @@ const admin = createAdmin({
   count,
 });
 
-/** Console test events and `tvm admin --function`: see SPEC section 7 and the README. */
+/** Console test events and `tvm admin --function`: see docs/operations.md. */
 export const handler = async (event: unknown, context: Context): Promise<AdminResult> => {
   logger.addContext(context);
   try {

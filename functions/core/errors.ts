@@ -1,6 +1,6 @@
 /**
  * One base error for everything the vend path can answer with. Each subclass
- * sets a literal `name` (minifiers rename classes) and the SPEC section 3 code.
+ * sets a literal `name` (minifiers rename classes) and the vend API code.
  * Messages never carry a token, key, secret or Authorization header.
  */
 export type ProblemCode =

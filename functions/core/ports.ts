@@ -75,7 +75,7 @@ export interface StoredItem {
 export interface RefreshFailure {
   /** Epoch milliseconds. */
   readonly atMs: number;
-  /** The SPEC error code, so callers in the back-off get the same answer. */
+  /** The vend API error code, so callers in the back-off get the same answer. */
   readonly code: string;
 }
 

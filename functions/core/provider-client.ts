@@ -117,7 +117,7 @@ const MS_THRESHOLD = 100_000_000_000;
 
 /**
  * Validates a token response for the requested scope. Returns the grant, or
- * throws the SPEC section 3 error. Never puts the response body in an error.
+ * throws the vend API error. Never puts the response body in an error.
  */
 export async function parseTokenResponse(
   response: Response,

@@ -40,7 +40,7 @@ export function afterRecordedFailure(error: unknown, backoffMs: number): unknown
   return new UpstreamUnavailableError(error.message, backoffSeconds, { cause: error });
 }
 
-/** A failed refresh as recorded: when, and the SPEC code of its error. */
+/** A failed refresh as recorded: when, and the vend API code of its error. */
 export function failureOf(error: unknown, atMs: number): RefreshFailure {
   return { atMs, code: error instanceof VendError ? error.code : 'internal_error' };
 }

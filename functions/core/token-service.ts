@@ -61,7 +61,7 @@ interface Lookup {
 }
 
 /**
- * The two-tier token cache of SPEC section 5: L1 in memory, L2 in DynamoDB,
+ * The two-tier token cache (docs/cache-design.md): L1 in memory, L2 in DynamoDB,
  * a conditional-write lease so one caller across all instances refreshes,
  * refresh-ahead, and degraded service when DynamoDB or Secrets Manager fails.
  * The freshness rules themselves live in freshness.ts; this is the protocol.
@@ -156,7 +156,7 @@ export class TokenService {
    * scheduled refresh) only when the stored token would enter its
    * refresh-ahead window, or stop being current, within that many seconds.
    * `busy` when another caller holds the lease or stored a token since the
-   * read; errors are the vend path's (SPEC section 3).
+   * read; errors are the vend path's (docs/vend-api.md).
    */
   async refresh(
     scope: string | undefined,

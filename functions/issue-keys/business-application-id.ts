@@ -1,7 +1,7 @@
 import { InvalidKeyIssuingRequestError } from './errors.js';
 
 /**
- * SPEC section 3's scope syntax, which business application ids share. It starts
+ * The vend API's scope syntax, which business application ids share. It starts
  * with a letter or digit and holds no `/`, so an id is a safe path segment and a
  * safe file name (never `.` or `..`).
  */

@@ -1,5 +1,5 @@
 /**
- * SPEC section 6 for one business application id, under a run lease on its job
+ * The key-issuing job (docs/operations.md) for one business application id, under a run lease on its job
  * record: skip when stored (as the record says, or the vault when the record
  * knows of no stored keys), keep one Idempotency-Key until the keys are stored,
  * seal the provider's answer into the record before storing it, and store a
@@ -73,7 +73,7 @@ const knowsNothingStored = (record: KeyJobRecord | undefined): boolean =>
 
 /**
  * Processes one id. Per-id failures are returned, never thrown; `force` issues a new
- * key set even when one is stored (an unfinished issue is finished first, see README).
+ * key set even when one is stored (an unfinished issue is finished first, see docs/operations.md).
  */
 export async function issueForId(
   deps: IssueForIdDeps,

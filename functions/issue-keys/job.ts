@@ -1,5 +1,5 @@
 /**
- * The key-issuing job (SPEC section 6) over injected parts. The Lambda handler,
+ * The key-issuing job (docs/operations.md) over injected parts. The Lambda handler,
  * the admin function's `issue-keys` action and the local stack all build it
  * through `createKeyIssuingJob` and call `run` (result only) or `handle`
  * (event in; throws when any id failed).

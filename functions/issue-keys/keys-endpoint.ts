@@ -1,5 +1,5 @@
 /**
- * The provider's key-issuing endpoint (provider-auth-interface.md section 4.2):
+ * The provider's key-issuing endpoint (docs/provider-gaps.md has what its document leaves open):
  * one function sends the request and returns the raw response, another reads
  * it into issued keys or a KeysEndpointError. Error bodies are never read.
  */

@@ -68,7 +68,7 @@ export class ScheduledRefreshFailedError extends Error {
 }
 
 /**
- * The scheduled refresh of SPEC section 2: every cached token that is in use
+ * The scheduled refresh (docs/operations.md): every cached token that is in use
  * and would come due before the next run is refreshed under the vend
  * path's own lease (one mint across all instances and the schedule), so once
  * a scope is in use no vend waits on the provider. Returns what it did; the

@@ -16,7 +16,7 @@ export interface AdminProps {
 }
 
 /**
- * The operators' function (SPEC section 7), run from the Lambda console's Test
+ * The operators' function (docs/operations.md), run from the Lambda console's Test
  * tab or `tvm admin --function`: status, invalidate, refresh, issue-keys. It
  * reads and deletes cache items and invokes the refresh and issue-keys
  * functions; it never reads the provider secret, unseals a token or writes a

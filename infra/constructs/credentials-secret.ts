@@ -6,7 +6,7 @@ import type { TokenVendingFunction } from './token-vending-function.js';
 
 /**
  * The provider's key and secret: a Secrets Manager secret created and filled by
- * hand (README "Deploying to AWS"), never by the stack, so the secret never
+ * hand (docs/deploying.md), never by the stack, so the secret never
  * passes through a template, a parameter or the CDK's assets.
  */
 export class CredentialsSecret extends Construct {

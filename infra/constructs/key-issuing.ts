@@ -18,7 +18,7 @@ export interface KeyIssuingProps {
 }
 
 /**
- * The key-issuing job (SPEC section 6): on its schedule, or invoked with
+ * The key-issuing job (docs/operations.md): on its schedule, or invoked with
  * `{"businessApplicationIds":[...],"force":true}`, it issues Basic Auth keys
  * and stores each answer as the secret `<prefix>/basic-auth/<id>`. It gets its
  * unscoped token from the vend URL, signed with its own role, which the vend

@@ -14,6 +14,12 @@ import type { TokenVendingFunction } from './token-vending-function.js';
 export const NAMESPACE = 'TokenVending';
 const PERIOD = Duration.minutes(5);
 
+/** The repository file holding one runbook entry per alarm, headed by the alarm's short name. */
+export const RUNBOOK_FILE = 'docs/operations.md';
+
+/** The end of an alarm's description: where the person it pages finds what to do. */
+const runbookPointer = (alarm: string): string => `Runbook: ${RUNBOOK_FILE}, alarm ${alarm}.`;
+
 /**
  * A Powertools metric. Powertools adds the `service` dimension to every metric
  * (the function's service name); `Vends` also carries `outcome`.
@@ -64,9 +70,9 @@ export interface ObservabilityProps {
 }
 
 /**
- * The dashboard and the alarms of SPEC section 7, each alarm to one SNS topic
- * (encrypted with its own key, TLS only, optionally an e-mail subscription).
- * README "Deploying to AWS" has each alarm's meaning and first response.
+ * The dashboard and the alarms, each alarm to one SNS topic (encrypted with
+ * its own key, TLS only, optionally an e-mail subscription). Each alarm's
+ * meaning and first response are in docs/operations.md, under its name.
  */
 export class Observability extends Construct {
   readonly topic: sns.Topic;
@@ -103,7 +109,7 @@ export class Observability extends Construct {
     ): cloudwatch.Alarm => {
       const alarm = new cloudwatch.Alarm(this, name, {
         alarmName: `${prefix}-${name}`,
-        alarmDescription: `${description} Runbook: README "Deploying to AWS", alarm ${name}.`,
+        alarmDescription: `${description} ${runbookPointer(name)}`,
         metric: source,
         threshold,
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,

@@ -27,7 +27,7 @@ export class FailedRunsQueue extends Construct {
     Validations.of(this.queue).acknowledge({
       id: 'AwsSolutions-SQS3',
       reason:
-        "This queue is itself the dead-letter queue: of both schedules (Scheduler DeadLetterConfig) and of the scheduled functions' asynchronous invocations (on-failure destination). Nothing consumes it automatically; operators read it (README) and the failed-runs alarm watches its depth, so a further DLQ would only hold the same messages again.",
+        "This queue is itself the dead-letter queue: of both schedules (Scheduler DeadLetterConfig) and of the scheduled functions' asynchronous invocations (on-failure destination). Nothing consumes it automatically; operators read it (docs/operations.md, alarm failed-runs) and the failed-runs alarm watches its depth, so a further DLQ would only hold the same messages again.",
     });
   }
 }

@@ -53,7 +53,7 @@ export class TokenVendingFunction extends Construct {
   readonly function: NodejsFunction;
   readonly role: iam.Role;
   readonly logGroup: logs.LogGroup;
-  /** The literal name, usable where a token is not (schema names, README). */
+  /** The literal name, usable where a token is not (schema names, docs). */
   readonly functionName: string;
   /** The `live` alias: what the URL, the schedules and admin invoke. */
   readonly live: lambda.Alias;

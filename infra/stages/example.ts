@@ -8,7 +8,7 @@ import type { StageInput } from '../config.js';
 export const example: StageInput = {
   stage: 'example',
   providerBaseUrl: 'https://api.provider.example',
-  // Created by hand (README "Deploying to AWS"); the stack only reads it.
+  // Created by hand (docs/deploying.md, step 2); the stack only reads it.
   credentialsSecret: 'token-vending/example/provider-credentials',
   // The callers' account: its principals may reach the URL; the access
   // policy below decides which scopes each one gets. Deploy the stack in an

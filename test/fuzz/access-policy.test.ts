@@ -3,7 +3,7 @@
  * ConfigError, whatever the text; a parsed policy's allows() never throws,
  * answers a boolean, and denies every scope outside the policy's `scopes`;
  * and on policies and callers drawn from small shared pools, allows() answers
- * exactly what a reference model of SPEC section 4 answers.
+ * exactly what a reference model of the access policy rules answers.
  */
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
@@ -181,7 +181,7 @@ it(`accepts exactly the documents a reference model accepts, on ${RUNS} document
 });
 
 /*
- * A reference model of SPEC section 4, written apart from access-policy.ts.
+ * A reference model of the access policy rules (docs/configuration.md), written apart from access-policy.ts.
  * Callers and grants are built from small shared pools of partitions, accounts
  * and names, so that grants match callers often, and misses are near misses.
  */

@@ -141,7 +141,7 @@ const isUpstreamError = (error: unknown) =>
   error instanceof UpstreamCredentialsRejectedError;
 
 /**
- * The reference oracle, written from SPEC section 3 and not from the parser: is
+ * The reference oracle, written from the vend API's rules (docs/vend-api.md) and not from the parser: is
  * a 200 with this body text a token for `scope`?
  */
 /** The body text as the parser gets it: sent as UTF-8 and decoded (lone surrogates become U+FFFD, a BOM is dropped). */

@@ -18,6 +18,7 @@ import {
   TEST_EVENT_NAME,
   TEST_EVENT_REGISTRY,
 } from '../../infra/constructs/console-test-events.js';
+import { RUNBOOK_FILE } from '../../infra/constructs/observability.js';
 import { example } from '../../infra/stages/example.js';
 import {
   ADMIN,
@@ -256,6 +257,22 @@ describe('dashboard and alarms', () => {
         .map((n) => `token-vending-example-${n}`)
         .sort(),
     );
+  });
+
+  it('points every alarm at its own entry of the runbook the repository ships', () => {
+    const runbook = readFileSync(resolve(ROOT, RUNBOOK_FILE), 'utf8');
+    const entries = new Set(
+      [...runbook.matchAll(/^### (\S+)$/gm)].map(([, name]) => name as string),
+    );
+    const alarms = paging();
+    expect(alarms.length).toBeGreaterThan(0);
+    for (const alarm of alarms) {
+      const name = (alarm.Properties.AlarmName as string).replace('token-vending-example-', '');
+      expect(alarm.Properties.AlarmDescription).toMatch(
+        new RegExp(`\\. Runbook: docs/operations\\.md, alarm ${name}\\.$`),
+      );
+      expect(entries, `${RUNBOOK_FILE} has no "### ${name}" entry`).toContain(name);
+    }
   });
 
   it('sends every paging alarm and its recovery to the topic', () => {

@@ -114,7 +114,7 @@ describe('admin: status', () => {
 });
 
 describe('admin: invalidate', () => {
-  it('takes SPEC section 7\'s {"all":true}, without an action, as invalidate all', async () => {
+  it('takes the short form {"all":true}, without an action, as invalidate all', async () => {
     const w = world();
     await vend(w.vendInstance, urlEvent({ query: 'scope=ba_demo_1' }));
     await vend(w.vendInstance, urlEvent({ arn: PARTNER_ARN }));
@@ -300,8 +300,8 @@ describe('admin: bad events', () => {
     ['invalidate without a scope', { action: 'invalidate' }],
     ['invalidate with all false', { action: 'invalidate', all: false }],
     ['invalidate with scope and all', { action: 'invalidate', all: true, scope: 'ba_demo_1' }],
-    ["SPEC's all form, false", { all: false }],
-    ["SPEC's all form with a scope", { all: true, scope: 'ba_demo_1' }],
+    ['the short all form, false', { all: false }],
+    ['the short all form with a scope', { all: true, scope: 'ba_demo_1' }],
     ['a scope of bad syntax', { action: 'refresh', scope: '../x' }],
     ['refresh with all', { action: 'refresh', all: true }],
     ['status with extra fields', { action: 'status', verbose: true }],

@@ -229,7 +229,7 @@ describe('requests', () => {
     expect(kj.h.sent).toHaveLength(0);
   });
 
-  it('an id outside the SPEC pattern fails with invalid_request and is never sent', async () => {
+  it('an id outside the scope pattern fails with invalid_request and is never sent', async () => {
     // Prepare
     const job = kj.h.job({}, { businessApplicationIds: ['../etc', 'ba_demo_1'] });
 

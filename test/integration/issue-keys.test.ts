@@ -1,5 +1,5 @@
 /**
- * The key-issuing job (SPEC section 6) end to end: DynamoDB Local for the job
+ * The key-issuing job (docs/operations.md) end to end: DynamoDB Local for the job
  * records, the provider simulator over loopback, the client library through the
  * SigV4-checking local Function URL, Secrets Manager as a stateful fake behind
  * aws-sdk-client-mock. Time is a test clock: backoff never really waits.

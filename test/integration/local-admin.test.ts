@@ -160,7 +160,7 @@ describe('npm run admin against npm start', () => {
     const token = await vendClient().getToken({ scope: 'ba_demo_1' });
     secrets.push(token.accessToken);
 
-    // Exactly as the README shows it (npm prints its banner first without --silent).
+    // Exactly as the README and docs/operations.md show it (npm prints its banner first without --silent).
     const run = await exec('npm', ['run', 'admin', '--', '{"action":"status"}'], {
       ...BASE_ENV,
       ...stackEnv,

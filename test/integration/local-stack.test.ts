@@ -292,8 +292,8 @@ describe('local stack configuration', () => {
       (error: unknown) => error as Error,
     );
 
-  it("uses the simulator's credentials with a PROVIDER_BASE_URL but no PROVIDER_KEY (SPEC section 8)", async () => {
-    // Regression: it refused to start; SPEC gives the simulator's as the default.
+  it("uses the simulator's credentials with a PROVIDER_BASE_URL but no PROVIDER_KEY", async () => {
+    // Regression: it refused to start; the simulator's are the documented default.
     const sim = await startProviderSimulator();
     try {
       const stack = await start({

@@ -53,7 +53,7 @@ function expectProblem(
 }
 
 describe('vend API answers', () => {
-  it('200 with the SPEC body and headers', async () => {
+  it('200 with the documented body and headers', async () => {
     const result = await vend(instance(), urlEvent({ query: 'scope=ba_demo_1&min_ttl=60' }));
 
     expect(result.status).toBe(200);

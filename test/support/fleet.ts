@@ -74,7 +74,7 @@ export function fleetInstance(options: FleetInstanceOptions): VendRuntime {
 export const ask = (runtime: VendRuntime, scope: string, minTtl = 300): Promise<Vended> =>
   vend(runtime, urlEvent({ query: `min_ttl=${minTtl}&scope=${scope}` }));
 
-/** Every status and code SPEC section 3 documents. */
+/** Every status and code the vend API documents (docs/vend-api.md). */
 const DOCUMENTED = new Set([
   '400 invalid_request',
   '401 unauthenticated',

@@ -8,7 +8,7 @@ const OTHER_ACCOUNT = '444455556666';
 const assumed = (role: string, account = ACCOUNT, session = 's1'): string =>
   `arn:aws:sts::${account}:assumed-role/${role}/${session}`;
 
-/** The policy of SPEC section 4, plus a user with a path and a role with a path. */
+/** A policy of plain roles, plus a user with a path and a role with a path. */
 const POLICY = {
   scopes: ['ba_123', 'ba_456'],
   grants: [
@@ -33,7 +33,7 @@ function thrown(fn: () => unknown): unknown {
 }
 
 describe('AccessPolicy.parse', () => {
-  it('accepts the policy of SPEC section 4 and lists its principals once each', () => {
+  it('accepts a valid policy and lists its principals once each', () => {
     // Act
     const parsed = policy();
 

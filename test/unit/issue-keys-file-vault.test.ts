@@ -115,7 +115,7 @@ describe('FileKeyVault', () => {
     expect(await readdir(join(root, 'basic-auth'))).toEqual(['ba_1']);
   });
 
-  it('refuses ids outside the SPEC pattern, so no path can leave the directory', async () => {
+  it('refuses ids outside the scope pattern, so no path can leave the directory', async () => {
     // Prepare
     const vault = new FileKeyVault(root);
     await writeFile(join(root, 'outside'), 'untouched');
