@@ -132,6 +132,10 @@ export class TokenVendingStack extends Stack {
       description: 'The token cache table',
       value: this.cache.table.tableName,
     });
+    new CfnOutput(this, 'CacheKeyArn', {
+      description: 'The cache key (kept when the stack is deleted, unless throwaway)',
+      value: this.cache.key.keyArn,
+    });
     new CfnOutput(this, 'DashboardUrl', {
       description: 'The CloudWatch dashboard',
       value: this.observability.dashboardUrl,

@@ -291,7 +291,7 @@ describe('the example stage', () => {
   });
 
   describe('outputs', () => {
-    it('names the vend URL, the table and the dashboard', () => {
+    it('names the vend URL, the table, its key and the dashboard', () => {
       template.hasOutput('VendUrl', {
         Value: {
           'Fn::GetAtt': [logicalId(template, 'AWS::Lambda::Url', 'AWS_IAM'), 'FunctionUrl'],
@@ -299,6 +299,12 @@ describe('the example stage', () => {
       });
       template.hasOutput('TableName', {
         Value: { Ref: logicalId(template, 'AWS::DynamoDB::Table', '"ttl"') },
+      });
+      // Removing a stage that keeps its key needs the key's ARN after the stack is gone.
+      template.hasOutput('CacheKeyArn', {
+        Value: {
+          'Fn::GetAtt': [logicalId(template, 'AWS::KMS::Key', 'seals cached tokens'), 'Arn'],
+        },
       });
       template.hasOutput('DashboardUrl', {
         Value: {
