@@ -12,6 +12,7 @@ import type { PolicyProvider } from '../core/policy-source.js';
 import { jsonResponse, problemResponse } from '../core/problem.js';
 import type { CoreLogger, TokenService, VendOutcome } from '../core/token-service.js';
 import { parseVendRequest } from '../core/vend-request.js';
+import { answerGrants, callerOf } from './grants.js';
 
 export interface VendAppDeps {
   readonly tokens: Pick<TokenService, 'getToken'>;
@@ -34,9 +35,10 @@ export function outcomeLabel(outcome: VendOutcome): string {
 }
 
 /**
- * The vend Function URL: routes, validates input before grants, checks the
- * access policy, gets the token, and answers JSON or problem+json. Writes one
- * audit line per vend; never a token, only its fingerprint.
+ * The vend Function URL: routes (`/token`, `/grants`, `/healthz`), validates
+ * input before grants, checks the access policy, gets the token, and answers
+ * JSON or problem+json. Writes one audit line per vend; never a token, only
+ * its fingerprint.
  */
 export function createVendApp(deps: VendAppDeps): VendApp {
   const { logger, clock } = deps;
@@ -49,12 +51,16 @@ export function createVendApp(deps: VendAppDeps): VendApp {
         ? jsonResponse(200, { status: 'ok' })
         : problemResponse(new MethodNotAllowedError('GET'));
     }
+    if (path === '/grants') {
+      return method === 'GET'
+        ? answerGrants(event, deps)
+        : problemResponse(new MethodNotAllowedError('GET'));
+    }
     if (path !== '/token') return problemResponse(new NotFoundError());
     if (method !== 'GET') return problemResponse(new MethodNotAllowedError('GET'));
 
     const started = clock.now();
-    const principal = (event.requestContext as { authorizer?: { iam?: { userArn?: unknown } } })
-      ?.authorizer?.iam?.userArn;
+    const principal = callerOf(event);
     let scope: string | undefined;
     let parsed = false;
     try {
