@@ -6,13 +6,13 @@
  */
 import { secretsPrefixProblem } from '../functions/adapters/secrets-manager-key-vault.js';
 import { AccessPolicy, type AccessPolicyDocument } from '../functions/core/access-policy.js';
-import { BUSINESS_APPLICATION_ID_PATTERN } from '../functions/issue-keys/business-application-id.js';
 import {
   ACCESS_FIELDS,
   checkAccess,
   type StageAccess,
   type StageAccessInput,
 } from './stage-access.js';
+import { checkKeyIssuing, type KeyIssuing, type KeyIssuingInput } from './stage-key-issuing.js';
 import {
   checkRelease,
   RELEASE_FIELDS,
@@ -59,14 +59,7 @@ export interface StageInput extends StageAccessInput, StageReleaseInput {
   readonly accessPolicy: AccessPolicyDocument;
   /** A fetched access policy is used at most this many seconds (1..3600). Default 60. */
   readonly policyMaxAgeSeconds?: number;
-  readonly keyIssuing: {
-    /** The ids a scheduled run issues keys for at first (may be empty); the policy document carries them after. */
-    readonly businessApplicationIds: readonly string[];
-    /** EventBridge Scheduler expression in UTC: `rate(1 day)`, `cron(0 3 * * ? *)`. */
-    readonly schedule: string;
-    /** JSON object sent as the keys request body; default: no body. */
-    readonly requestBody?: Record<string, unknown>;
-  };
+  readonly keyIssuing: KeyIssuingInput;
   /** How the unscoped token is requested: `scope` left out, or sent empty. Default `omit`. */
   readonly unscopedScopeMode?: 'omit' | 'empty';
   /** Subscribed to the alarm topic when given (the address must confirm the subscription). */
@@ -97,11 +90,7 @@ export interface StageConfig extends StageRelease {
   readonly accessPolicy: AccessPolicyDocument;
   /** The parsed policy: its principals get the URL permissions. */
   readonly policy: AccessPolicy;
-  readonly keyIssuing: {
-    readonly businessApplicationIds: readonly string[];
-    readonly schedule: string;
-    readonly requestBody?: string;
-  };
+  readonly keyIssuing: KeyIssuing;
   readonly unscopedScopeMode: 'omit' | 'empty';
   readonly alarmEmail?: string;
   readonly secretsPrefix: string;
@@ -141,7 +130,6 @@ const FIELDS = new Set<string>([
   ...RELEASE_FIELDS,
 ]);
 const CONCURRENCY_FIELDS = ['vend', 'refresh', 'issueKeys'] as const;
-const KEY_ISSUING_FIELDS = new Set(['businessApplicationIds', 'schedule', 'requestBody']);
 
 /** Short enough that `token-vending-<stage>-issue-keys` fits Lambda's 64-character names. */
 const STAGE_PATTERN = /^[a-z][a-z0-9-]{0,19}$/;
@@ -152,9 +140,6 @@ const SECRET_ARN_PATTERN =
   /^arn:aws(?:-cn|-us-gov|-iso(?:-[a-z])?)?:secretsmanager:[a-z]{2}(?:-[a-z]+)+-\d:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$/;
 const SECRET_NAME_PATTERN = /^[A-Za-z0-9/_+=.@-]{1,512}$/;
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-/** Scheduler's three forms (`rate(1 day)` but `rate(2 days)`); the service checks cron fields at deploy. */
-const SCHEDULE_PATTERN =
-  /^(?:rate\((?:1 (?:minute|hour|day)|(?:[2-9]|[1-9]\d+) (?:minutes|hours|days))\)|cron\((?:\S+ ){5}\S+\)|at\(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\))$/;
 /** The retention periods CloudWatch Logs accepts. */
 export const LOG_RETENTION_DAYS = [
   1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288,
@@ -251,7 +236,7 @@ export function validateStage(input: unknown, source = '(stage)'): StageConfig {
     }
   }
 
-  const keyIssuing = checkKeyIssuing(input.keyIssuing, problems);
+  const keyIssuing = checkKeyIssuing(input.keyIssuing, account, problems);
 
   const mode = input.unscopedScopeMode ?? 'omit';
   if (mode !== 'omit' && mode !== 'empty') problems.push('unscopedScopeMode must be omit or empty');
@@ -339,52 +324,6 @@ function checkReservedConcurrency(raw: unknown, problems: string[]): ReservedCon
     } else checked[name] = value;
   }
   return checked;
-}
-
-function checkKeyIssuing(raw: unknown, problems: string[]): StageConfig['keyIssuing'] | undefined {
-  if (raw === undefined) {
-    problems.push('keyIssuing is required ({ businessApplicationIds, schedule })');
-    return undefined;
-  }
-  if (!isRecord(raw)) {
-    problems.push('keyIssuing must be an object');
-    return undefined;
-  }
-  const before = problems.length;
-  for (const key of Object.keys(raw)) {
-    if (!KEY_ISSUING_FIELDS.has(key))
-      problems.push(`keyIssuing: unknown field "${key.slice(0, 60)}"`);
-  }
-  const ids = raw.businessApplicationIds;
-  if (!Array.isArray(ids)) {
-    problems.push('keyIssuing.businessApplicationIds must be an array of ids (may be empty)');
-  } else {
-    ids.forEach((id: unknown, index) => {
-      if (typeof id !== 'string' || !BUSINESS_APPLICATION_ID_PATTERN.test(id)) {
-        problems.push(
-          `keyIssuing.businessApplicationIds[${index}] must match ${BUSINESS_APPLICATION_ID_PATTERN.source}`,
-        );
-      } else if (ids.indexOf(id) !== index) {
-        problems.push(`keyIssuing.businessApplicationIds[${index}] repeats "${id}"`);
-      }
-    });
-  }
-  const schedule = raw.schedule;
-  if (typeof schedule !== 'string' || !SCHEDULE_PATTERN.test(schedule)) {
-    problems.push(
-      'keyIssuing.schedule must be an EventBridge Scheduler expression: rate(<n> <minutes|hours|days>), cron(<6 fields>) or at(yyyy-mm-ddThh:mm:ss)',
-    );
-  }
-  const body = raw.requestBody;
-  if (body !== undefined && !isRecord(body)) {
-    problems.push('keyIssuing.requestBody must be a JSON object');
-  }
-  if (problems.length > before) return undefined;
-  return {
-    businessApplicationIds: [...(ids as string[])],
-    schedule: schedule as string,
-    ...(body === undefined ? {} : { requestBody: JSON.stringify(body) }),
-  };
 }
 
 /**

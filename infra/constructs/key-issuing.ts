@@ -61,6 +61,7 @@ export class KeyIssuing extends Construct {
     });
     props.cache.connectSealer(this.fn, 'KEYS#', 'envelope');
     this.#grantKeySecrets(config.secretsPrefix);
+    this.#grantReaders(config.stage, config.secretsPrefix, config.keyIssuing.readers);
 
     this.scheduled = new ScheduledInvocation(this, 'OnSchedule', {
       function: this.fn,
@@ -72,6 +73,44 @@ export class KeyIssuing extends Construct {
       // The job is idempotent (one Idempotency-Key per id until stored): retries are safe.
       runRetries: 2,
       maxEventAge: Duration.hours(1),
+    });
+  }
+
+  /**
+   * Each reader role of the stage reads the keys of its business applications
+   * only: GetSecretValue and DescribeSecret on `<prefix>/basic-auth/<id>`
+   * (and the six characters Secrets Manager adds), in a policy this stack
+   * attaches to the role (a role of the stack's account). A reissue is a new
+   * version of the same secret, so a reader that reads AWSCURRENT gets it.
+   */
+  #grantReaders(
+    stage: string,
+    prefix: string,
+    readers: StageConfig['keyIssuing']['readers'],
+  ): void {
+    const stack = Stack.of(this);
+    readers.forEach((reader, index) => {
+      const roleName = reader.role.split('/').at(-1) as string;
+      new iam.CfnPolicy(this, `Reader${index}`, {
+        policyName: `token-vending-${stage}-read-keys-${index}`,
+        roles: [roleName],
+        policyDocument: new iam.PolicyDocument({
+          statements: [
+            new iam.PolicyStatement({
+              sid: 'ReadIssuedKeys',
+              actions: ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'],
+              resources: reader.businessApplicationIds.map((id) =>
+                stack.formatArn({
+                  service: 'secretsmanager',
+                  resource: 'secret',
+                  resourceName: `${prefix}/basic-auth/${id}-??????`,
+                  arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+                }),
+              ),
+            }),
+          ],
+        }),
+      });
     });
   }
 

@@ -5,6 +5,7 @@
  */
 import type { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { example } from '../../infra/stages/example.js';
 import {
   ADMIN,
   actionsOf,
@@ -426,5 +427,61 @@ describe('least privilege with a complete secret ARN', () => {
         Resource: arn,
       });
     }
+  });
+});
+
+describe('roles that read issued keys', () => {
+  it('lets each reader role read the keys of its own business applications, nothing else', () => {
+    const { template } = synth(
+      stage({
+        keyIssuing: {
+          ...example.keyIssuing,
+          readers: [
+            {
+              role: 'arn:aws:iam::123456789012:role/payments/merchant-payments',
+              businessApplicationIds: ['ba_123', 'ba_456'],
+            },
+          ],
+        },
+      }),
+    );
+
+    template.hasResourceProperties('AWS::IAM::Policy', {
+      PolicyName: 'token-vending-example-read-keys-0',
+      Roles: ['merchant-payments'],
+      PolicyDocument: {
+        Statement: [
+          {
+            Sid: 'ReadIssuedKeys',
+            Effect: 'Allow',
+            Action: ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'],
+            Resource: ['ba_123', 'ba_456'].map((id) => ({
+              'Fn::Join': [
+                '',
+                [
+                  'arn:',
+                  { Ref: 'AWS::Partition' },
+                  ':secretsmanager:',
+                  { Ref: 'AWS::Region' },
+                  ':',
+                  { Ref: 'AWS::AccountId' },
+                  `:secret:token-vending/example/basic-auth/${id}-??????`,
+                ],
+              ],
+            })),
+          },
+        ],
+      },
+    });
+  });
+
+  it('grants no reader by default', () => {
+    const { template } = synth();
+
+    expect(
+      Object.values(template.findResources('AWS::IAM::Policy')).filter((p) =>
+        JSON.stringify(p).includes('ReadIssuedKeys'),
+      ),
+    ).toEqual([]);
   });
 });

@@ -38,6 +38,7 @@ describe('validateStage', () => {
     expect(config.keyIssuing).toEqual({
       businessApplicationIds: ['ba_123'],
       schedule: 'cron(0 3 * * ? *)',
+      readers: [],
     });
   });
 
@@ -256,6 +257,39 @@ describe('validateStage', () => {
       'a throwaway stage cannot have terminationProtection: it is meant to be removed',
     ]);
     expect(validateStage(withChanges({ throwaway: true })).terminationProtection).toBe(false);
+  });
+
+  it('takes key readers of the stage account, and names each bad one', () => {
+    const readers = [
+      {
+        role: 'arn:aws:iam::111122223333:role/merchant-payments',
+        businessApplicationIds: ['ba_123'],
+      },
+    ];
+    expect(
+      validateStage(withChanges({ keyIssuing: { ...example.keyIssuing, readers } })).keyIssuing
+        .readers,
+    ).toEqual(readers);
+    expect(
+      problemsOf(
+        withChanges({
+          account: '111122223333',
+          keyIssuing: {
+            ...example.keyIssuing,
+            readers: [
+              { role: 'merchant-payments', businessApplicationIds: ['ba 1'] },
+              { role: 'arn:aws:iam::999999999999:role/x', businessApplicationIds: [] },
+              'everyone',
+            ],
+          },
+        }),
+      ),
+    ).toEqual([
+      'keyIssuing.readers[0].role must be an IAM role ARN',
+      'keyIssuing.readers[0].businessApplicationIds[0] must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$',
+      "keyIssuing.readers[1].role must be a role of the stage's account 111122223333",
+      'keyIssuing.readers[2] must be an object { role, businessApplicationIds }',
+    ]);
   });
 
   it('refuses more caller accounts than the resource policy holds', () => {
