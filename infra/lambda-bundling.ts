@@ -9,4 +9,8 @@ export const LAMBDA_BUNDLE_ALIASES: Readonly<Record<string, string>> = {
   // The SDK's credential chain cut to the credentials Lambda provides: 110 to
   // 125 KB less to parse at every cold start (functions/bundle-aliases/lambda-credential-chain.ts).
   '@aws-sdk/credential-provider-node': './functions/bundle-aliases/lambda-credential-chain.ts',
+  // AppConfig Data's two calls, for Powertools' AppConfig provider, without the
+  // SDK client's REST protocol and event-stream code: 27 KB of the vend
+  // function's bundle (functions/bundle-aliases/appconfigdata-client.ts).
+  '@aws-sdk/client-appconfigdata': './functions/bundle-aliases/appconfigdata-client.ts',
 };

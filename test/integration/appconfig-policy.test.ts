@@ -1,15 +1,18 @@
 /**
  * Reading the access policy from AWS AppConfig through Powertools Parameters'
- * provider and the real SDK client, against a stand-in of the AppConfig Data
- * API on loopback.
+ * provider, against a stand-in of the AppConfig Data API on loopback that
+ * checks SigV4 as the service does: with the SDK's own client (tests, the
+ * local stack) and with the small client the Lambda bundles carry in its place
+ * (functions/bundle-aliases/appconfigdata-client.ts).
  */
 import { Logger } from '@aws-lambda-powertools/logger';
-import { AppConfigDataClient } from '@aws-sdk/client-appconfigdata';
+import { AppConfigDataClient as SdkClient } from '@aws-sdk/client-appconfigdata';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appConfigDocumentFetcher } from '../../functions/adapters/appconfig-policy.js';
 import { policyProviderFor } from '../../functions/adapters/policy-provider.js';
+import { AppConfigDataClient as LambdaClient } from '../../functions/bundle-aliases/appconfigdata-client.js';
 import { EnvReader } from '../../functions/core/config.js';
-import type { PolicyMetric } from '../../functions/core/policy-source.js';
+import { documentDigest, type PolicyMetric } from '../../functions/core/policy-source.js';
 import { type AppConfigDataFake, startAppConfigDataFake } from '../support/appconfig-data-fake.js';
 import { TestClock } from '../support/clock.js';
 
@@ -20,51 +23,79 @@ const V1 = JSON.stringify({
 });
 const V2 = JSON.stringify({ scopes: ['ba_1', 'ba_2'], grants: [] });
 const KEY_ISSUER = 'arn:aws:iam::123456789012:role/TokenVending-issue-keys';
+const CREDENTIALS = {
+  accessKeyId: 'AKIDAPPCONFIGTEST001',
+  secretAccessKey: 'appconfig-test-secret',
+};
 
 let fake: AppConfigDataFake;
 beforeAll(async () => {
-  fake = await startAppConfigDataFake();
+  fake = await startAppConfigDataFake({ identities: [CREDENTIALS], region: 'us-east-1' });
 });
 afterAll(async () => {
   await fake.close();
 });
 
-const client = () =>
-  new AppConfigDataClient({
-    endpoint: fake.url,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' },
-    maxAttempts: 1,
-  });
 const location = { application: 'tv', environment: 'example', profile: 'access-policy' };
+const clients = {
+  "the SDK's client": () =>
+    new SdkClient({
+      endpoint: fake.url,
+      region: 'us-east-1',
+      credentials: CREDENTIALS,
+      maxAttempts: 1,
+    }),
+  "the Lambda bundles' client": () => {
+    // It takes credentials as Lambda provides them: from the environment.
+    Object.assign(process.env, {
+      AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
+    });
+    delete process.env.AWS_SESSION_TOKEN;
+    return new LambdaClient({ endpoint: fake.url, region: 'us-east-1' }) as unknown as SdkClient;
+  },
+};
 
-describe('the AppConfig document fetcher', () => {
-  it('reads the deployed document and its version label, and the same document while unchanged', async () => {
-    fake.deploy(V1, '1');
-    const fetch = appConfigDocumentFetcher(client(), location);
+describe.each(Object.entries(clients))(
+  'the AppConfig document fetcher, with %s',
+  (_name, client) => {
+    it('reads the deployed document, and the same document while AppConfig answers "unchanged"', async () => {
+      fake.deploy(V1);
+      const fetch = appConfigDocumentFetcher(client(), location);
+      const refused = fake.stats.refusedSignatures;
 
-    const first = await fetch();
-    const unchanged = await fetch();
-    fake.deploy(V2, '2');
-    const second = await fetch();
+      const first = await fetch();
+      const polls = fake.stats.polls;
+      const unchanged = await fetch();
+      fake.deploy(V2);
+      const second = await fetch();
 
-    expect(first).toEqual({ text: V1, version: '1' });
-    // AppConfig answers an empty body for "no change"; the provider keeps the document.
-    expect(unchanged).toEqual({ text: V1, version: '1' });
-    expect(second).toEqual({ text: V2, version: '2' });
-  });
+      expect(first).toEqual({ text: V1 });
+      // AppConfig answers an empty body for "no change"; the provider keeps the document.
+      expect(unchanged).toEqual({ text: V1 });
+      expect(fake.stats.polls).toBe(polls + 2);
+      expect(second).toEqual({ text: V2 });
+      // Every request carried a signature the stand-in accepted.
+      expect(fake.stats.refusedSignatures).toBe(refused);
+    });
 
-  it('names no version when the hosted version has no label', async () => {
-    fake.deploy(V1);
-    const fetch = appConfigDocumentFetcher(client(), location);
+    it('fails a fetch AppConfig answers with an error, naming it as the service does', async () => {
+      fake.deploy(V1);
+      const fetch = appConfigDocumentFetcher(client(), location);
+      await fetch();
+      fake.fail(1);
 
-    expect(await fetch()).toEqual({ text: V1 });
-  });
-});
+      await expect(fetch()).rejects.toMatchObject({
+        name: expect.stringMatching(/InternalServer|Error/),
+      });
+      expect(await fetch()).toEqual({ text: V1 });
+    });
+  },
+);
 
 describe('the functions reading POLICY_APPCONFIG_*', () => {
   it('load the policy with the key issuer granted, refetch after the max age, and keep it through an outage', async () => {
-    fake.deploy(V1, '1');
+    fake.deploy(V1);
     const env = new EnvReader({
       POLICY_APPCONFIG_APPLICATION: 'tv',
       POLICY_APPCONFIG_ENVIRONMENT: 'example',
@@ -80,18 +111,18 @@ describe('the functions reading POLICY_APPCONFIG_*', () => {
       logger: new Logger({ serviceName: 'test', logLevel: 'SILENT' }),
       count: (metric) => counted.push(metric),
       clock,
-      client: client(),
+      client: clients["the SDK's client"](),
     });
 
     const loaded = await provider.current();
     fake.fail(1);
     clock.advance(30);
     const duringOutage = await provider.current();
-    fake.deploy(V2, '2');
+    fake.deploy(V2);
     clock.advance(30);
     const after = await provider.current();
 
-    expect(loaded.version).toBe('1');
+    expect(loaded.version).toBe(documentDigest(V1));
     expect(
       loaded.policy.allows(
         'arn:aws:sts::123456789012:assumed-role/TokenVending-issue-keys/x',
@@ -99,9 +130,9 @@ describe('the functions reading POLICY_APPCONFIG_*', () => {
       ),
     ).toBe(true);
     expect(loaded.policy.keyIssuingIds).toEqual(['ba_1']);
-    expect(duringOutage.version).toBe('1');
+    expect(duringOutage.version).toBe(documentDigest(V1));
     expect(counted).toEqual(['PolicyFetchFailures']);
-    expect(after.version).toBe('2');
+    expect(after.version).toBe(documentDigest(V2));
     expect([...after.policy.scopes]).toEqual(['ba_1', 'ba_2']);
     // The key issuer's grant is in every version, whatever the document says.
     expect(after.policy.allows(KEY_ISSUER, undefined)).toBe(true);

@@ -115,14 +115,16 @@ describe('the four function bundles', () => {
         { forLambda: true },
       );
       // Who imported the replaced package: the SDK clients' default
-      // configuration, and in issue-keys the client package's signer
-      // (fromNodeProviderChain), which in Lambda should read Lambda's
-      // credentials too. Anyone else would silently lose the sources cut.
+      // configuration, the bundles' AppConfig Data client, and in issue-keys
+      // the client package's signer (fromNodeProviderChain), which in Lambda
+      // should read Lambda's credentials too. Anyone else would silently lose
+      // the sources cut.
       const importers = Object.entries(metafile.inputs).flatMap(([importer, input]) =>
         input.imports.some((i) => i.original?.startsWith(ALIASED)) ? [importer] : [],
       );
       const expected = (i: string) =>
         /@aws-sdk\/client-[a-z-]+\/dist-es\/runtimeConfig\.js$/.test(i) ||
+        i === 'functions/bundle-aliases/appconfigdata-client.ts' ||
         /node_modules\/@aws-sdk\/credential-providers\/dist-es\/fromNodeProviderChain\.js$/.test(i);
 
       expect(importers.length).toBeGreaterThan(0);

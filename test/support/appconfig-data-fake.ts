@@ -6,8 +6,9 @@
  * the session already has the deployed version, as AppConfig does.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { type SigV4Credentials, verifySigV4 } from '../../local/sigv4-verifier.js';
 
 export interface AppConfigDataFake {
   readonly url: string;
@@ -15,19 +16,57 @@ export interface AppConfigDataFake {
   deploy(content: string, label?: string): void;
   /** The next `count` GetLatestConfiguration calls answer 500. */
   fail(count: number): void;
-  readonly stats: { sessions: number; polls: number };
+  readonly stats: { sessions: number; polls: number; refusedSignatures: number };
   close(): Promise<void>;
 }
 
-export async function startAppConfigDataFake(): Promise<AppConfigDataFake> {
+/**
+ * `identities`: when given, every request must carry a SigV4 signature of one
+ * of them for service `appconfig` in `region` (as AppConfig Data checks).
+ */
+export async function startAppConfigDataFake(
+  options: { identities?: readonly SigV4Credentials[]; region?: string } = {},
+): Promise<AppConfigDataFake> {
   let version = 0;
   let content = '';
   let label: string | undefined;
   let failures = 0;
-  const stats = { sessions: 0, polls: 0 };
+  const stats = { sessions: 0, polls: 0, refusedSignatures: 0 };
+  const signedBy = async (req: IncomingMessage): Promise<boolean> => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    if (!options.identities) return true;
+    const url = req.url ?? '/';
+    const at = url.indexOf('?');
+    const verdict = verifySigV4(
+      {
+        method: req.method ?? 'GET',
+        path: at < 0 ? url : url.slice(0, at),
+        rawQueryString: at < 0 ? '' : url.slice(at + 1),
+        headers: req.headers,
+        body: Buffer.concat(chunks),
+      },
+      {
+        identities: options.identities,
+        region: options.region ?? 'us-east-1',
+        now: Date.now(),
+        service: 'appconfig',
+      },
+    );
+    return verdict.ok;
+  };
   /** Token -> the version its session has seen. */
   const tokens = new Map<string, number>();
-  const server: Server = createServer((req, res) => {
+  const server: Server = createServer(async (req, res) => {
+    if (!(await signedBy(req))) {
+      stats.refusedSignatures += 1;
+      res.writeHead(403, {
+        'content-type': 'application/json',
+        'x-amzn-errortype': 'InvalidSignatureException',
+      });
+      res.end(JSON.stringify({ message: 'The request signature we calculated does not match' }));
+      return;
+    }
     const url = new URL(req.url ?? '/', 'http://localhost');
     if (req.method === 'POST' && url.pathname === '/configurationsessions') {
       stats.sessions += 1;
