@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import {
   type AttributeValue,
   ConditionalCheckFailedException,
@@ -17,12 +18,23 @@ import type {
 import { scanByPrefix } from './dynamodb-scan.js';
 
 type Item = Record<string, AttributeValue>;
+type WriteInput = Pick<
+  UpdateItemCommandInput,
+  'UpdateExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'
+>;
 
 const STATES: readonly KeyJobState[] = ['pending', 'received', 'stored', 'rejected'];
 const num = (value: number): AttributeValue => ({ N: String(value) });
 const readNum = (a: AttributeValue | undefined): number | undefined =>
   a?.N === undefined ? undefined : Number(a.N);
 const seconds = (ms: number): number => Math.floor(ms / 1000);
+
+/** `expression` with `assignment` added to its SET clause (or a SET clause added). */
+function withSet(expression: string, assignment: string): string {
+  return /^SET /.test(expression)
+    ? expression.replace(/^SET /, `SET ${assignment}, `)
+    : `SET ${assignment} ${expression}`.trim();
+}
 
 /** Maps a `KEYS#<id>` item to the job's shape. */
 export function keyJobFromItem(item: Item): KeyJobRecord {
@@ -60,8 +72,9 @@ export function keyJobFromItem(item: Item): KeyJobRecord {
  * Key-issuing job records (`pk = KEYS#<id>`) in the token cache table. No `ttl`
  * is ever written on them: a record lives as long as the keys it describes.
  * Every write but `acquire` requires this run to hold the lease
- * (`lease_owner = :owner`), else LeaseLostError; SDK failures become
- * KeyJobStoreError.
+ * (`lease_owner = :owner`), else LeaseLostError; every write applies at most
+ * once, and one whose reply was lost is known as this run's own (`#write`).
+ * SDK failures become KeyJobStoreError.
  */
 export class DynamoDbKeyJobStore implements KeyJobStore {
   readonly #client: DynamoDBClient;
@@ -91,46 +104,33 @@ export class DynamoDbKeyJobStore implements KeyJobStore {
     nowMs: number,
     untilMs: number,
   ): Promise<KeyJobRecord | undefined> {
-    try {
-      const out = await this.#send('UpdateItem', () =>
-        this.#client.send(
-          new UpdateItemCommand({
-            TableName: this.#table,
-            Key: { pk: { S: keyJobKey(id) } },
-            UpdateExpression: [
-              'SET lease_owner = :owner, lease_until = :until',
-              'business_application_id = :id',
-              '#state = if_not_exists(#state, :pending)',
-              'attempts = if_not_exists(attempts, :zero)',
-              'issue_count = if_not_exists(issue_count, :zero)',
-              'created_at = if_not_exists(created_at, :now)',
-              'updated_at = :now',
-            ].join(', '),
-            ConditionExpression: 'attribute_not_exists(lease_until) OR lease_until < :nowMs',
-            ExpressionAttributeNames: { '#state': 'state' },
-            ExpressionAttributeValues: {
-              ':owner': { S: owner },
-              ':until': num(untilMs),
-              ':id': { S: id },
-              ':pending': { S: 'pending' },
-              ':zero': num(0),
-              ':now': num(seconds(nowMs)),
-              ':nowMs': num(nowMs),
-            },
-            ReturnValues: 'ALL_NEW',
-          }),
-        ),
-      );
-      return keyJobFromItem(out.Attributes ?? {});
-    } catch (error) {
-      if (
-        error instanceof KeyJobStoreError &&
-        error.cause instanceof ConditionalCheckFailedException
-      ) {
-        return undefined;
-      }
-      throw error;
-    }
+    const outcome = await this.#write(
+      id,
+      {
+        UpdateExpression: [
+          'SET lease_owner = :owner, lease_until = :until',
+          'business_application_id = :id',
+          '#state = if_not_exists(#state, :pending)',
+          'attempts = if_not_exists(attempts, :zero)',
+          'issue_count = if_not_exists(issue_count, :zero)',
+          'created_at = if_not_exists(created_at, :now)',
+          'updated_at = :now',
+        ].join(', '),
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: {
+          ':owner': { S: owner },
+          ':until': num(untilMs),
+          ':id': { S: id },
+          ':pending': { S: 'pending' },
+          ':zero': num(0),
+          ':now': num(seconds(nowMs)),
+          ':nowMs': num(nowMs),
+        },
+        ReturnValues: 'ALL_NEW',
+      },
+      'attribute_not_exists(lease_until) OR lease_until < :nowMs',
+    );
+    return outcome.applied ? keyJobFromItem(outcome.item) : undefined;
   }
 
   async begin(
@@ -261,39 +261,73 @@ export class DynamoDbKeyJobStore implements KeyJobStore {
     return items.map((item) => keyJobFromItem(item));
   }
 
-  /** An UpdateItem that requires `owner` to hold the lease. */
+  /** An UpdateItem that requires `owner` to hold the lease, else LeaseLostError. */
   async #leased(
     id: string,
     owner: string,
-    input: Pick<
-      UpdateItemCommandInput,
-      'UpdateExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'
-    >,
+    input: WriteInput,
     extraCondition?: string,
   ): Promise<void> {
+    const outcome = await this.#write(
+      id,
+      {
+        ...input,
+        ExpressionAttributeValues: { ...input.ExpressionAttributeValues, ':owner': { S: owner } },
+      },
+      `lease_owner = :owner${extraCondition ? ` AND ${extraCondition}` : ''}`,
+    );
+    if (!outcome.applied) throw new LeaseLostError(id);
+  }
+
+  /**
+   * The one way this store writes a record: a conditional UpdateItem that applies
+   * at most once and knows itself when its reply was lost.
+   *
+   * The SDK resends a request whose reply did not arrive (a timeout, a reset
+   * connection) with the same input, though the first one may have reached the
+   * table: the resent write's condition then fails on the state the first one
+   * wrote (a lease it took, a lease it gave up), and the run would call its own
+   * work `lease_lost` or `job_in_progress`. So each write sets `write_id` to an
+   * id of its own and requires the item not to carry it already; when the
+   * condition fails, DynamoDB returns the item as it is
+   * (`ReturnValuesOnConditionCheckFailure: ALL_OLD`, see
+   * https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateItem.html),
+   * and an item carrying this write's id means the write applied. A resent
+   * write never applies twice (an attempt is counted once).
+   *
+   * Returns the item after the write (`ALL_NEW` when asked for) or, when the
+   * condition failed for another reason, `applied: false`.
+   */
+  async #write(
+    id: string,
+    input: WriteInput & Pick<UpdateItemCommandInput, 'ReturnValues'>,
+    condition: string,
+  ): Promise<{ applied: true; item: Item } | { applied: false; item?: Item }> {
+    const writeId = randomUUID();
     try {
-      await this.#send('UpdateItem', () =>
+      const out = await this.#send('UpdateItem', () =>
         this.#client.send(
           new UpdateItemCommand({
             TableName: this.#table,
             Key: { pk: { S: keyJobKey(id) } },
             ...input,
-            ConditionExpression: `lease_owner = :owner${extraCondition ? ` AND ${extraCondition}` : ''}`,
+            UpdateExpression: withSet(input.UpdateExpression ?? '', 'write_id = :write_id'),
+            ConditionExpression: `(${condition}) AND (attribute_not_exists(write_id) OR write_id <> :write_id)`,
             ExpressionAttributeValues: {
               ...input.ExpressionAttributeValues,
-              ':owner': { S: owner },
+              ':write_id': { S: writeId },
             },
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
         ),
       );
+      return { applied: true, item: out.Attributes ?? {} };
     } catch (error) {
-      if (
-        error instanceof KeyJobStoreError &&
-        error.cause instanceof ConditionalCheckFailedException
-      ) {
-        throw new LeaseLostError(id);
-      }
-      throw error;
+      const failed = error instanceof KeyJobStoreError ? error.cause : undefined;
+      if (!(failed instanceof ConditionalCheckFailedException)) throw error;
+      const item = failed.Item;
+      if (item?.write_id?.S === writeId) return { applied: true, item };
+      return item === undefined ? { applied: false } : { applied: false, item };
     }
   }
 

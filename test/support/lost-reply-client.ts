@@ -1,0 +1,45 @@
+/**
+ * A DynamoDB Local client on which a write reaches the table but its reply is
+ * lost: the first attempt of each UpdateItem is sent and applied, then the
+ * client sees a timeout in place of the answer, and the SDK's own retry
+ * resends the same request (without a backoff wait).
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ConfiguredRetryStrategy } from '@smithy/core/retry';
+import { inject } from 'vitest';
+import { TEST_CREDENTIALS, TEST_REGION } from './dynamodb.js';
+
+export interface LostReplyClient {
+  readonly client: DynamoDBClient;
+  /** How many replies were lost so far. */
+  readonly lost: () => number;
+  /** Whether replies are lost from now on (default true). */
+  losing: boolean;
+}
+
+export function lostReplyClient(): LostReplyClient {
+  const client = new DynamoDBClient({
+    region: TEST_REGION,
+    endpoint: inject('dynamodbEndpoint'),
+    credentials: TEST_CREDENTIALS,
+    retryStrategy: new ConfiguredRetryStrategy(3, () => 0),
+  });
+  const seen = new WeakSet<object>();
+  let lost = 0;
+  const world: LostReplyClient = { client, lost: () => lost, losing: true };
+  // The deserialize step runs inside the retry loop: once per attempt.
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const reply = await next(args);
+      const input = args.input as object;
+      if (world.losing && context.commandName === 'UpdateItemCommand' && !seen.has(input)) {
+        seen.add(input);
+        lost += 1;
+        throw Object.assign(new Error('the reply was lost'), { name: 'TimeoutError' });
+      }
+      return reply;
+    },
+    { step: 'deserialize', name: 'loseFirstUpdateReply', priority: 'high' },
+  );
+  return world;
+}
