@@ -50,6 +50,7 @@ export function keyJobFromItem(item: Item): KeyJobRecord {
     attempts: readNum(item.attempts) ?? 0,
     issueCount: readNum(item.issue_count) ?? 0,
     ...optional('idempotencyKey', item.idempotency_key?.S),
+    ...optional('forceId', item.force_id?.S),
     ...optional('leaseOwner', item.lease_owner?.S),
     ...optional('leaseUntilMs', readNum(item.lease_until)),
     ...optional('lastError', item.last_error?.S as FailureCode | undefined),
@@ -65,6 +66,10 @@ export function keyJobFromItem(item: Item): KeyJobRecord {
     ...optional('secretName', item.secret_name?.S),
     ...optional('secretVersion', item.secret_version?.S),
     ...optional('storedAt', readNum(item.stored_at)),
+    ...optional(
+      'forcedBy',
+      item.forced_by?.L?.flatMap((entry) => (entry.S === undefined ? [] : [entry.S])),
+    ),
   };
 }
 
@@ -139,10 +144,12 @@ export class DynamoDbKeyJobStore implements KeyJobStore {
     idempotencyKey: string,
     nowMs: number,
     untilMs: number,
+    forceId?: string,
   ): Promise<void> {
     await this.#leased(id, owner, {
       UpdateExpression:
-        'SET idempotency_key = :key, #state = :pending, attempts = :zero, lease_until = :until, updated_at = :now',
+        'SET idempotency_key = :key, #state = :pending, attempts = :zero, lease_until = :until, updated_at = :now' +
+        (forceId === undefined ? ' REMOVE force_id' : ', force_id = :force'),
       ExpressionAttributeNames: { '#state': 'state' },
       ExpressionAttributeValues: {
         ':key': { S: idempotencyKey },
@@ -150,6 +157,7 @@ export class DynamoDbKeyJobStore implements KeyJobStore {
         ':zero': num(0),
         ':until': num(untilMs),
         ':now': num(seconds(nowMs)),
+        ...(forceId === undefined ? {} : { ':force': { S: forceId } }),
       },
     });
   }
@@ -192,16 +200,22 @@ export class DynamoDbKeyJobStore implements KeyJobStore {
   async markStored(
     id: string,
     owner: string,
-    stored: { secretName: string; secretVersion: string; status: number },
+    stored: {
+      secretName: string;
+      secretVersion: string;
+      status: number;
+      forcedBy?: readonly string[];
+    },
     nowMs: number,
   ): Promise<void> {
+    const { forcedBy } = stored;
     await this.#leased(id, owner, {
       UpdateExpression:
         'SET #state = :stored, stored_at = :now, updated_at = :now, secret_name = :name, ' +
         'secret_version = :version, response_status = :status, ' +
-        'issue_count = if_not_exists(issue_count, :zero) + :one ' +
-        'REMOVE idempotency_key, sealed_response, sealed_encoding, last_error, last_error_at, ' +
-        'lease_owner, lease_until',
+        `issue_count = if_not_exists(issue_count, :zero) + :one${forcedBy ? ', forced_by = :forced' : ''} ` +
+        'REMOVE idempotency_key, force_id, sealed_response, sealed_encoding, last_error, ' +
+        'last_error_at, lease_owner, lease_until',
       ExpressionAttributeNames: { '#state': 'state' },
       ExpressionAttributeValues: {
         ':stored': { S: 'stored' },
@@ -211,6 +225,7 @@ export class DynamoDbKeyJobStore implements KeyJobStore {
         ':status': num(stored.status),
         ':zero': num(0),
         ':one': num(1),
+        ...(forcedBy ? { ':forced': { L: forcedBy.map((f) => ({ S: f })) } } : {}),
       },
     });
   }
@@ -228,7 +243,7 @@ export class DynamoDbKeyJobStore implements KeyJobStore {
     let condition: string | undefined;
     if (next) {
       update += ', #state = :next';
-      remove += ', idempotency_key';
+      remove += ', idempotency_key, force_id';
       values[':next'] = { S: next };
       // Never drop the key of an answer that waits to be stored.
       values[':received'] = { S: 'received' };

@@ -11,7 +11,7 @@ export const ADMIN_EVENTS = [
   '{"action":"invalidate","scope":"<scope>|unscoped"}',
   '{"action":"invalidate","all":true} (or SPEC section 7\'s {"all":true})',
   '{"action":"refresh","scope":"<scope>|unscoped"}',
-  '{"action":"issue-keys","businessApplicationIds":["<id>",...],"force":true} (both fields optional)',
+  '{"action":"issue-keys","businessApplicationIds":["<id>",...],"force":true,"forceId":"<id>"} (all optional; force needs ids, forceId needs force)',
 ] as const;
 
 /** A parsed admin event; `scope` undefined means the unscoped token. */

@@ -41,13 +41,35 @@ export interface InvalidateReport {
 
 export type AdminResult = StatusReport | InvalidateReport | RefreshOutcome | KeyIssuingResult;
 
+/** What the admin knows of its own invocation. */
+export interface AdminInvocation {
+  /**
+   * The Lambda request id: a forced `issue-keys` event without a `forceId` is sent
+   * with this one, so Lambda's retries of this invocation (same request id) never
+   * reissue an id twice (functions/issue-keys/job.ts, FORCED REQUESTS).
+   */
+  readonly requestId?: string;
+}
+
+/** A forced issue-keys event carries a forceId: its own, else the admin's request id. */
+function withForceId(
+  event: Record<string, unknown>,
+  requestId: string | undefined,
+): Record<string, unknown> {
+  return event.force === true && event.forceId === undefined && requestId !== undefined
+    ? { ...event, forceId: requestId }
+    : event;
+}
+
 /**
  * The admin function's core (SPEC section 7): `status`, `invalidate`,
  * `refresh` and `issue-keys`. Never returns or logs a token or key.
  * @throws AdminError with a machine-readable `code` (the message starts with it)
  */
-export function createAdmin(deps: AdminDeps): (event: unknown) => Promise<AdminResult> {
-  return async (raw) => {
+export function createAdmin(
+  deps: AdminDeps,
+): (event: unknown, invocation?: AdminInvocation) => Promise<AdminResult> {
+  return async (raw, invocation = {}) => {
     const event = parseAdminEvent(raw);
     deps.logger.info('admin', { action: event.action });
     try {
@@ -84,7 +106,7 @@ export function createAdmin(deps: AdminDeps): (event: unknown) => Promise<AdminR
           assertConfiguredScope(deps.scopes, event.scope);
           return await deps.refresh(event.scope);
         case 'issue-keys':
-          return await deps.issueKeys(event.event);
+          return await deps.issueKeys(withForceId(event.event, invocation.requestId));
       }
     } catch (error) {
       throw asAdminError(error);

@@ -43,5 +43,5 @@ const admin = createAdmin({
 /** Console test events and `tvm admin --function`: see SPEC section 7 and the README. */
 export const handler = async (event: unknown, context: Context): Promise<AdminResult> => {
   logger.addContext(context);
-  return admin(event);
+  return admin(event, { requestId: context.awsRequestId });
 };

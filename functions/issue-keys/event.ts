@@ -1,6 +1,7 @@
 /**
  * The job's invocation event: `{}` (the schedule: every configured id) or
- * `{"businessApplicationIds": [...], "force": true}` (manual). The admin
+ * `{"businessApplicationIds": [...], "force": true}` (manual; `"forceId"` names
+ * the forced request, see job.ts). The admin
  * function's `{"action":"issue-keys", ...}` is accepted as well, so one test
  * event works on both functions. Unknown fields are refused: a typo such as
  * `businessApplicationId` must not silently run every configured id.
@@ -12,7 +13,10 @@ import { InvalidKeyIssuingRequestError } from './errors.js';
 /** Most ids one event may name. */
 export const MAX_EVENT_IDS = 100;
 
-export const EXPECTED_EVENT = `{"businessApplicationIds"?: [1..${MAX_EVENT_IDS} ids matching ${BUSINESS_APPLICATION_ID_PATTERN.source}], "force"?: boolean} (force needs businessApplicationIds; "action": "issue-keys" is allowed)`;
+/** A forced request's identity (job.ts, FORCED REQUESTS): a Lambda request id, a ticket number. */
+export const FORCE_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/;
+
+export const EXPECTED_EVENT = `{"businessApplicationIds"?: [1..${MAX_EVENT_IDS} ids matching ${BUSINESS_APPLICATION_ID_PATTERN.source}], "force"?: boolean, "forceId"?: string matching ${FORCE_ID_PATTERN.source}} (force needs businessApplicationIds, forceId needs force; "action": "issue-keys" is allowed)`;
 
 const EventSchema = v.pipe(
   v.strictObject({
@@ -25,10 +29,15 @@ const EventSchema = v.pipe(
       ),
     ),
     force: v.optional(v.boolean()),
+    forceId: v.optional(v.pipe(v.string(), v.regex(FORCE_ID_PATTERN))),
   }),
   v.check(
     (event) => event.force !== true || event.businessApplicationIds !== undefined,
     'force needs businessApplicationIds',
+  ),
+  v.check(
+    (event) => event.forceId === undefined || event.force === true,
+    'forceId needs "force": true',
   ),
 );
 
@@ -36,6 +45,8 @@ const EventSchema = v.pipe(
 export interface KeyIssuingRequest {
   readonly businessApplicationIds?: readonly string[];
   readonly force: boolean;
+  /** A forced request's identity, when the event names one. */
+  readonly forceId?: string;
 }
 
 /** One problem, by field path, without the value that was sent. */
@@ -63,9 +74,10 @@ export function parseKeyIssuingEvent(event: unknown): KeyIssuingRequest {
       `bad key-issuing event (${problems.join('; ')}); expected ${EXPECTED_EVENT}`,
     );
   }
-  const { businessApplicationIds, force } = result.output;
+  const { businessApplicationIds, force, forceId } = result.output;
   return {
     ...(businessApplicationIds ? { businessApplicationIds } : {}),
     force: force ?? false,
+    ...(forceId === undefined ? {} : { forceId }),
   };
 }

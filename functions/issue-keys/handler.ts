@@ -73,7 +73,8 @@ export const handler = async (event: unknown, context: Context): Promise<KeyIssu
   logger.addContext(context);
   const deadlineMs = idStartDeadline(Date.now(), context.getRemainingTimeInMillis(), LONGEST_ID_MS);
   try {
-    return await job.handle(event, { deadlineMs });
+    // The request id is a forced event's identity: Lambda's retries carry the same one (job.ts).
+    return await job.handle(event, { deadlineMs, requestId: context.awsRequestId });
   } finally {
     metrics.publishStoredMetrics();
   }

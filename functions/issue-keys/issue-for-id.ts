@@ -11,7 +11,13 @@ import { assertBusinessApplicationId, keyJobKey } from './business-application-i
 import { type FailureCode, KeyIssuingError, KeysEndpointError } from './errors.js';
 import type { IssuedKeys } from './keys-endpoint.js';
 import { type KeysRequestConfig, type KeysRequestDeps, requestKeys } from './keys-request.js';
-import type { KeyJobRecord, KeyJobStore, KeyVault, SealedEncoding } from './ports.js';
+import {
+  type KeyJobRecord,
+  type KeyJobStore,
+  type KeyVault,
+  MAX_FORCED_REQUESTS,
+  type SealedEncoding,
+} from './ports.js';
 
 export interface IssueForIdDeps extends KeysRequestDeps {
   readonly store: KeyJobStore;
@@ -64,6 +70,29 @@ function unsealed(text: string, encoding: SealedEncoding): Uint8Array {
 const isStored = (record: KeyJobRecord | undefined): boolean => record?.state === 'stored';
 
 /**
+ * Nothing to do for this id: its keys are stored and the run is not forced, or
+ * the forced request `forceId` had its new key set stored already (this run
+ * is a retry of it).
+ */
+const isDone = (record: KeyJobRecord | undefined, forceId: string | undefined): boolean =>
+  isStored(record) && (forceId === undefined || (record?.forcedBy ?? []).includes(forceId));
+
+/**
+ * The forced requests a key set stored now satisfies, added to the record's:
+ * the one its Idempotency-Key was taken for, and this run's. Undefined when
+ * neither is forced (the record's list stays as it is).
+ */
+function forcedByAfterStore(
+  record: KeyJobRecord,
+  forceId: string | undefined,
+): string[] | undefined {
+  const added = [record.forceId, forceId].filter((f): f is string => f !== undefined);
+  if (added.length === 0) return undefined;
+  const kept = (record.forcedBy ?? []).filter((f) => !added.includes(f));
+  return [...kept, ...new Set(added)].slice(-MAX_FORCED_REQUESTS);
+}
+
+/**
  * The record neither knows of stored keys nor holds an issue in progress: there
  * is none, or only a refused one that never stored anything. Only the vault can
  * tell then whether keys are stored.
@@ -72,16 +101,19 @@ const knowsNothingStored = (record: KeyJobRecord | undefined): boolean =>
   record === undefined || (record.state === 'rejected' && record.storedAt === undefined);
 
 /**
- * Processes one id. Per-id failures are returned, never thrown; `force` issues a new
- * key set even when one is stored (an unfinished issue is finished first, see README).
+ * Processes one id. Per-id failures are returned, never thrown. With `forceId`
+ * (a forced request's identity, see job.ts) a new key set is issued even when
+ * one is stored (an unfinished issue is finished first, see README), once per
+ * forced request: a retry of a request whose new set was stored skips the id.
  */
 export async function issueForId(
   deps: IssueForIdDeps,
   config: KeysRequestConfig,
   id: string,
-  force: boolean,
+  forceId: string | undefined,
 ): Promise<IdOutcome> {
   const log = { businessApplicationId: id };
+  const force = forceId !== undefined;
   try {
     assertBusinessApplicationId(id);
     deps.vault.locationOf(id); // refuses ids the vault cannot name, before anything is issued
@@ -95,7 +127,7 @@ export async function issueForId(
   } catch (error) {
     return failed(failureCodeOf(error));
   }
-  if (!force && isStored(before)) return { kind: 'skipped' };
+  if (isDone(before, forceId)) return skippedAsDone(deps, id, forceId);
   if (!force && knowsNothingStored(before)) {
     // Keys may be stored all the same: a recreated table, or locally a restart
     // (the records were in memory, the key files are not), then maybe a refused
@@ -137,7 +169,7 @@ export async function issueForId(
 
   const work = new LeasedWork(deps, config, id, record);
   try {
-    return await work.run(force);
+    return await work.run(forceId);
   } catch (error) {
     // Anything not handled inside: the record keeps its Idempotency-Key and sealed copy.
     const code = failureCodeOf(error);
@@ -152,6 +184,19 @@ export async function issueForId(
   } finally {
     await work.releaseIfHeld();
   }
+}
+
+const optionalForcedBy = (forcedBy: string[] | undefined) =>
+  forcedBy === undefined ? {} : { forcedBy };
+
+function skippedAsDone(deps: IssueForIdDeps, id: string, forceId: string | undefined): IdOutcome {
+  if (forceId !== undefined) {
+    deps.logger.info('keys already reissued for this forced request (a retry of it); skipped', {
+      businessApplicationId: id,
+      forceId,
+    });
+  }
+  return { kind: 'skipped' };
 }
 
 /** The steps taken while this run holds the id's lease. */
@@ -177,11 +222,12 @@ class LeasedWork {
     return nowMs + this.#deps.leaseMs;
   }
 
-  async run(force: boolean): Promise<IdOutcome> {
+  async run(forceId: string | undefined): Promise<IdOutcome> {
     const record = this.#record;
     const deps = this.#deps;
-    // Another run stored the keys between our read and the lease.
-    if (!force && isStored(record)) return { kind: 'skipped' };
+    const force = forceId !== undefined;
+    // Another run stored the keys (or this forced request's) between our read and the lease.
+    if (isDone(record, forceId)) return skippedAsDone(deps, this.#id, forceId);
 
     if (record.state === 'received' && record.sealed && record.idempotencyKey) {
       const body = await this.#unsealedAnswer(record.sealed, force);
@@ -194,7 +240,10 @@ class LeasedWork {
           ...this.#log,
           idempotencyKey: record.idempotencyKey,
         });
-        return this.#store(body, record.idempotencyKey, record.responseStatus ?? 200, true);
+        return this.#store(body, record.idempotencyKey, record.responseStatus ?? 200, {
+          recovered: true,
+          forceId,
+        });
       }
     }
 
@@ -202,7 +251,14 @@ class LeasedWork {
     if (idempotencyKey === undefined) {
       idempotencyKey = deps.uuid();
       const nowMs = deps.clock.now();
-      await deps.store.begin(this.#id, deps.owner, idempotencyKey, nowMs, this.#leaseUntil(nowMs));
+      await deps.store.begin(
+        this.#id,
+        deps.owner,
+        idempotencyKey,
+        nowMs,
+        this.#leaseUntil(nowMs),
+        forceId,
+      );
     } else {
       deps.logger.info('reusing the Idempotency-Key of an unfinished issue', {
         ...this.#log,
@@ -236,7 +292,7 @@ class LeasedWork {
     }
 
     await this.#saveRecoveryCopy(issued);
-    return this.#store(issued.body, idempotencyKey, issued.status, false);
+    return this.#store(issued.body, idempotencyKey, issued.status, { recovered: false, forceId });
   }
 
   /** The sealed answer, 'replay' to call the provider again (force), or 'unreadable'. */
@@ -293,9 +349,10 @@ class LeasedWork {
     body: Uint8Array,
     idempotencyKey: string,
     status: number,
-    recovered: boolean,
+    how: { readonly recovered: boolean; readonly forceId: string | undefined },
   ): Promise<IdOutcome> {
     const deps = this.#deps;
+    const { recovered, forceId } = how;
     let stored: { location: string; version: string };
     try {
       stored = await deps.vault.put(this.#id, body, idempotencyKey);
@@ -314,7 +371,12 @@ class LeasedWork {
       await deps.store.markStored(
         this.#id,
         deps.owner,
-        { secretName: stored.location, secretVersion: stored.version, status },
+        {
+          secretName: stored.location,
+          secretVersion: stored.version,
+          status,
+          ...optionalForcedBy(forcedByAfterStore(this.#record, forceId)),
+        },
         deps.clock.now(),
       );
       this.#held = false;

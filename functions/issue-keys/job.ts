@@ -49,6 +49,11 @@ export interface KeyIssuingRunOptions {
   readonly businessApplicationIds?: readonly string[];
   /** Issue a new key set even where one is stored. Default false. */
   readonly force?: boolean;
+  /**
+   * With `force`: the forced request's identity (see FORCED REQUESTS below).
+   * Default: this run's own id, so only this run counts as that request.
+   */
+  readonly forceId?: string;
   /** Epoch ms after which no further id is started (reported `not_attempted`). */
   readonly deadlineMs?: number;
 }
@@ -59,10 +64,41 @@ export interface KeyIssuingJob {
   /**
    * Validates an event (`{}`, `{"businessApplicationIds":[...],"force":true}`), runs it,
    * and throws a KeyIssuingFailedError (carrying the result) when any id failed.
+   * `requestId` (the Lambda request id) is a forced event's identity unless the
+   * event names one (`forceId`).
    * @throws InvalidKeyIssuingRequestError, KeyIssuingFailedError
    */
-  handle(event: unknown, options?: { deadlineMs?: number }): Promise<KeyIssuingResult>;
+  handle(
+    event: unknown,
+    options?: { deadlineMs?: number; requestId?: string },
+  ): Promise<KeyIssuingResult>;
 }
+
+/*
+ * FORCED REQUESTS. A forced request issues a new key set for each of its ids at
+ * most once, whatever retries the platform adds. The request has an identity,
+ * its `forceId`; the job record keeps it with the Idempotency-Key taken for it
+ * (`forceId`), and once that key set is stored, in the record's `forcedBy`
+ * (the latest MAX_FORCED_REQUESTS). A forced run skips an id whose record
+ * lists its forceId: another run of the same request did the work.
+ *
+ * Which identity a forced run carries:
+ * - the event's `forceId`, when given: an operator who repeats an event with
+ *   the same forceId (say a change ticket) never reissues an id twice;
+ * - else the Lambda request id (`context.awsRequestId`). When Lambda retries an
+ *   asynchronous invocation after a function error or timeout (twice, by
+ *   default: https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html),
+ *   the retry carries the same request id: duplicate invocations with the same
+ *   request id that returned an error or timed out are Lambda's retries
+ *   (https://repost.aws/knowledge-center/lambda-function-duplicate-invocations).
+ *   The handler throws when any id failed, so the ids that succeeded would
+ *   otherwise be reissued by each retry;
+ * - the admin function invokes this one synchronously, a new request id each
+ *   time, so it passes its own request id as the forceId (the same on
+ *   Lambda's retries of an asynchronous admin invocation, and on the SDK's
+ *   resends of its Invoke);
+ * - `run` without a forceId (locally, `npm run admin`): the run's own id.
+ */
 
 export const DEFAULT_LEASE_MS = 60_000;
 
@@ -103,6 +139,7 @@ export function createKeyIssuingJob(
     const ids = [...new Set(options.businessApplicationIds ?? businessApplicationIds)];
     const force = options.force ?? false;
     const owner = uuid();
+    const forceId = force ? (options.forceId ?? owner) : undefined;
     count('KeyIssuingRuns');
     const result: KeyIssuingResult = { issued: [], skipped: [], failed: [] };
     if (ids.length === 0) {
@@ -129,7 +166,7 @@ export function createKeyIssuingJob(
       if (options.deadlineMs !== undefined && started >= options.deadlineMs) {
         outcome = { kind: 'failed', code: 'not_attempted' };
       } else {
-        outcome = await issueForId(perId, requestConfig, id, force);
+        outcome = await issueForId(perId, requestConfig, id, forceId);
       }
       count(METRIC[outcome.kind]);
       if (outcome.kind === 'issued') {
@@ -155,6 +192,7 @@ export function createKeyIssuingJob(
     logger.info('key issuing run finished', {
       runId: owner,
       force,
+      ...(forceId === undefined ? {} : { forceId }),
       issued: result.issued,
       skipped: result.skipped,
       failed: result.failed,
@@ -164,7 +202,7 @@ export function createKeyIssuingJob(
 
   async function handle(
     event: unknown,
-    options: { deadlineMs?: number } = {},
+    options: { deadlineMs?: number; requestId?: string } = {},
   ): Promise<KeyIssuingResult> {
     let request: ReturnType<typeof parseKeyIssuingEvent>;
     try {
@@ -176,7 +214,13 @@ export function createKeyIssuingJob(
       });
       throw error;
     }
-    const result = await run({ ...request, ...options });
+    const { requestId, ...rest } = options;
+    const forceId = request.forceId ?? requestId;
+    const result = await run({
+      ...request,
+      ...rest,
+      ...(forceId === undefined ? {} : { forceId }),
+    });
     if (result.failed.length > 0) throw new KeyIssuingFailedError(result);
     return result;
   }

@@ -275,6 +275,21 @@ describe('admin: issue-keys', () => {
     expect(w.issued).toEqual([event]);
   });
 
+  it("sends a forced event with the admin's request id as its forceId, so Lambda's retries of the admin reissue nothing twice", async () => {
+    const w = world();
+    const forced = { action: 'issue-keys', businessApplicationIds: ['ba_demo_1'], force: true };
+
+    await w.admin(forced, { requestId: 'admin-req-1' });
+    await w.admin({ ...forced, forceId: 'CHG-1' }, { requestId: 'admin-req-2' });
+    await w.admin({ action: 'issue-keys' }, { requestId: 'admin-req-3' });
+
+    expect(w.issued).toEqual([
+      { ...forced, forceId: 'admin-req-1' },
+      { ...forced, forceId: 'CHG-1' },
+      { action: 'issue-keys' },
+    ]);
+  });
+
   it('lets a failed job fail the call, with the failed ids and codes', async () => {
     const failure = new KeyIssuingFailedError({
       issued: [],

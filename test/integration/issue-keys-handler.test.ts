@@ -128,6 +128,26 @@ it('a Secrets Manager outage: the next invocation stores the KMS-sealed copy, no
   });
 });
 
+it("Lambda's retries of a failed forced invocation (same request id) reissue each id once", async () => {
+  // Prepare: stored keys; an async invocation that fails for ba_missing, so Lambda retries it twice.
+  const { handler } = await import('../../functions/issue-keys/handler.js');
+  await handler({ businessApplicationIds: ['ba_demo_2'] }, context);
+  const event = { businessApplicationIds: ['ba_demo_2', 'ba_missing'], force: true };
+  const invocation = { ...context, awsRequestId: 'async-invocation-1' } as Context;
+  const before = sim.stats.keysIssued;
+
+  // Act
+  const results: unknown[] = [];
+  for (let i = 0; i < 3; i++) {
+    const error = await handler(event, invocation).catch((e: unknown) => e);
+    results.push((error as KeyIssuingFailedError).result);
+  }
+
+  // Assess
+  expect(sim.stats.keysIssued - before).toBe(1);
+  expect(results.map((r) => (r as { issued: string[] }).issued)).toEqual([['ba_demo_2'], [], []]);
+});
+
 it('fails the invocation after all ids, naming each failed id and code', async () => {
   // Prepare
   const { handler } = await import('../../functions/issue-keys/handler.js');

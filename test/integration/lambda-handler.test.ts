@@ -245,6 +245,10 @@ describe('admin Lambda handler', () => {
       { action: 'issue-keys', businessApplicationIds: ['ba_demo_1'] },
       context,
     );
+    await handler(
+      { action: 'issue-keys', businessApplicationIds: ['ba_demo_1'], force: true },
+      context,
+    );
 
     expect(status).toMatchObject({ tokens: expect.any(Array), key_jobs: expect.any(Array) });
     expect(refreshed).toMatchObject({ status: 'refreshed' });
@@ -258,6 +262,16 @@ describe('admin Lambda handler', () => {
       {
         name: 'tv-issue-keys',
         payload: { action: 'issue-keys', businessApplicationIds: ['ba_demo_1'] },
+      },
+      // A forced run carries the admin's request id: Lambda's retries of this invocation share it.
+      {
+        name: 'tv-issue-keys',
+        payload: {
+          action: 'issue-keys',
+          businessApplicationIds: ['ba_demo_1'],
+          force: true,
+          forceId: context.awsRequestId,
+        },
       },
     ]);
   });
