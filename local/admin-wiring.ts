@@ -174,6 +174,7 @@ export function createLocalAdmin(
     jobs,
     refresh: (scope) => forceRefresh(runtime.tokens, scope),
     issueKeys: (event) => job.handle(event),
+    clearPendingKey: (request) => job.clearPendingKey({ action: 'clear-pending-key', ...request }),
     scopes: settings.vend.policy.scopes,
     inUseWindowSeconds: settings.inUseWindowSeconds,
     clock: deps.clock,

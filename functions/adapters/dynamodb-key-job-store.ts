@@ -269,6 +269,31 @@ export class DynamoDbKeyJobStore implements KeyJobStore {
     }
   }
 
+  async clearPendingKey(
+    id: string,
+    idempotencyKey: string,
+    nowMs: number,
+    next: 'stored' | 'rejected',
+  ): Promise<boolean> {
+    const outcome = await this.#write(
+      id,
+      {
+        UpdateExpression: 'SET #state = :next, updated_at = :now REMOVE idempotency_key, force_id',
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: {
+          ':next': { S: next },
+          ':now': num(seconds(nowMs)),
+          ':key': { S: idempotencyKey },
+          ':received': { S: 'received' },
+          ':nowMs': num(nowMs),
+        },
+      },
+      'idempotency_key = :key AND #state <> :received AND attribute_not_exists(sealed_response) ' +
+        'AND (attribute_not_exists(lease_until) OR lease_until < :nowMs)',
+    );
+    return outcome.applied;
+  }
+
   async list(): Promise<KeyJobRecord[]> {
     const items = await scanByPrefix(this.#client, this.#table, 'KEYS#', (call) =>
       this.#send('Scan', call),

@@ -2,7 +2,9 @@ import type { Clock } from '../core/clock.js';
 import { scopeLabel, tokenKey } from '../core/item-keys.js';
 import type { TokenStore } from '../core/ports.js';
 import type { CoreLogger } from '../core/token-service-types.js';
+import type { ClearPendingKeyResult } from '../issue-keys/clear-pending-key.js';
 import type { KeyIssuingResult } from '../issue-keys/errors.js';
+import type { ClearPendingKeyRequest } from '../issue-keys/event.js';
 import type { KeyJobStore } from '../issue-keys/ports.js';
 import { asAdminError, assertConfiguredScope, parseAdminEvent } from './admin-event.js';
 import { keyJobStatus, type StatusReport, tokenStatus } from './status.js';
@@ -25,6 +27,11 @@ export interface AdminDeps {
   readonly refresh: (scope: string | undefined) => Promise<RefreshOutcome>;
   /** Runs the key-issuing job with the event (the issue-keys function in AWS). */
   readonly issueKeys: (event: Record<string, unknown>) => Promise<KeyIssuingResult>;
+  /**
+   * Drops a key job's pending Idempotency-Key: the issue-keys function in AWS, which
+   * alone may write `KEYS#` items (the admin role may not).
+   */
+  readonly clearPendingKey: (request: ClearPendingKeyRequest) => Promise<ClearPendingKeyResult>;
   /** The access policy's scopes: no other is refreshed (never sent upstream). */
   readonly scopes: ReadonlySet<string>;
   readonly inUseWindowSeconds: number;
@@ -39,7 +46,12 @@ export interface InvalidateReport {
   readonly note: string;
 }
 
-export type AdminResult = StatusReport | InvalidateReport | RefreshOutcome | KeyIssuingResult;
+export type AdminResult =
+  | StatusReport
+  | InvalidateReport
+  | RefreshOutcome
+  | KeyIssuingResult
+  | ClearPendingKeyResult;
 
 /** What the admin knows of its own invocation. */
 export interface AdminInvocation {
@@ -63,7 +75,7 @@ function withForceId(
 
 /**
  * The admin function's core (SPEC section 7): `status`, `invalidate`,
- * `refresh` and `issue-keys`. Never returns or logs a token or key.
+ * `refresh`, `issue-keys` and `clear-pending-key`. Never returns or logs a token or key.
  * @throws AdminError with a machine-readable `code` (the message starts with it)
  */
 export function createAdmin(
@@ -71,7 +83,11 @@ export function createAdmin(
 ): (event: unknown, invocation?: AdminInvocation) => Promise<AdminResult> {
   return async (raw, invocation = {}) => {
     const event = parseAdminEvent(raw);
-    deps.logger.info('admin', { action: event.action });
+    deps.logger.info('admin', {
+      action: event.action,
+      // An operator's reason is part of the audit trail.
+      ...(event.action === 'clear-pending-key' ? event.request : {}),
+    });
     try {
       switch (event.action) {
         case 'status': {
@@ -107,6 +123,8 @@ export function createAdmin(
           return await deps.refresh(event.scope);
         case 'issue-keys':
           return await deps.issueKeys(withForceId(event.event, invocation.requestId));
+        case 'clear-pending-key':
+          return await deps.clearPendingKey(event.request);
       }
     } catch (error) {
       throw asAdminError(error);

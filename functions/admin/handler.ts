@@ -7,6 +7,7 @@ import { DynamoDbTokenStore } from '../adapters/dynamodb-token-store.js';
 import { LambdaInvoker } from '../adapters/lambda-invoker.js';
 import { systemClock } from '../core/clock.js';
 import { EnvReader } from '../core/config.js';
+import type { ClearPendingKeyResult } from '../issue-keys/clear-pending-key.js';
 import type { KeyIssuingResult } from '../issue-keys/errors.js';
 import { type AdminResult, createAdmin, type RefreshOutcome } from './admin.js';
 
@@ -34,6 +35,11 @@ const admin = createAdmin({
       scope: scope ?? 'unscoped',
     }),
   issueKeys: (event) => invoker.invoke<KeyIssuingResult>(issueKeysFunction, event),
+  clearPendingKey: (request) =>
+    invoker.invoke<ClearPendingKeyResult>(issueKeysFunction, {
+      action: 'clear-pending-key',
+      ...request,
+    }),
   scopes: policy?.scopes ?? new Set(),
   inUseWindowSeconds,
   clock: systemClock,

@@ -57,7 +57,67 @@ function describe(issue: v.BaseIssue<unknown>): string {
     return `unknown field ${JSON.stringify(String(path).slice(0, 100))}`;
   }
   if (path === null) return 'the event must be a JSON object';
+  if (issue.type === 'strict_object' && issue.received === 'undefined') return `${path}: required`;
   return `${path}: expected ${issue.expected ?? issue.type}`;
+}
+
+/** Longest reason an operator may give for clearing a pending key. */
+export const MAX_REASON_LENGTH = 500;
+
+/** Control, format (bidi overrides...) and line/paragraph separator characters: none in a logged reason. */
+const CONTROL = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+
+export const EXPECTED_CLEAR_EVENT = `{"action": "clear-pending-key", "businessApplicationId": an id matching ${BUSINESS_APPLICATION_ID_PATTERN.source}, "reason": 1..${MAX_REASON_LENGTH} characters, no control characters}`;
+
+const ClearPendingKeySchema = v.strictObject({
+  action: v.literal('clear-pending-key'),
+  businessApplicationId: v.pipe(v.string(), v.regex(BUSINESS_APPLICATION_ID_PATTERN)),
+  reason: v.pipe(
+    v.string(),
+    v.check((reason) => reason.trim() !== '', 'reason: must not be empty'),
+    v.check(
+      (reason) => reason.length <= MAX_REASON_LENGTH,
+      `reason: at most ${MAX_REASON_LENGTH} characters`,
+    ),
+    v.check((reason) => !CONTROL.test(reason), 'reason: must hold no control characters'),
+  ),
+});
+
+/** An operator's request to drop a key job's pending Idempotency-Key (clear-pending-key.ts). */
+export interface ClearPendingKeyRequest {
+  readonly businessApplicationId: string;
+  /** Why, as the operator wrote it (trimmed); logged. */
+  readonly reason: string;
+}
+
+/** Whether an event asks for clear-pending-key (the issue-keys function's other event). */
+export const isClearPendingKeyEvent = (event: unknown): boolean =>
+  typeof event === 'object' &&
+  event !== null &&
+  (event as { action?: unknown }).action === 'clear-pending-key';
+
+/**
+ * The problems of a clear-pending-key event, by field, quoting nothing it holds;
+ * empty when it is valid.
+ */
+export function clearPendingKeyProblems(event: unknown): string[] {
+  const result = v.safeParse(ClearPendingKeySchema, event);
+  return result.success ? [] : [...new Set(result.issues.map(describe))];
+}
+
+/**
+ * Validates a clear-pending-key event.
+ * @throws InvalidKeyIssuingRequestError listing every problem and the expected fields.
+ */
+export function parseClearPendingKeyEvent(event: unknown): ClearPendingKeyRequest {
+  const result = v.safeParse(ClearPendingKeySchema, event);
+  if (!result.success) {
+    throw new InvalidKeyIssuingRequestError(
+      `bad clear-pending-key event (${clearPendingKeyProblems(event).join('; ')}); expected ${EXPECTED_CLEAR_EVENT}`,
+    );
+  }
+  const { businessApplicationId, reason } = result.output;
+  return { businessApplicationId, reason: reason.trim() };
 }
 
 /**

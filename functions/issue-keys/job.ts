@@ -8,8 +8,9 @@ import { randomUUID } from 'node:crypto';
 import { type Clock, systemClock } from '../core/clock.js';
 import type { Sealer } from '../core/ports.js';
 import type { CoreLogger } from '../core/token-service-types.js';
+import { type ClearPendingKeyResult, clearPendingKey } from './clear-pending-key.js';
 import { KeyIssuingFailedError, type KeyIssuingResult } from './errors.js';
-import { parseKeyIssuingEvent } from './event.js';
+import { parseClearPendingKeyEvent, parseKeyIssuingEvent } from './event.js';
 import { type IdOutcome, issueForId } from './issue-for-id.js';
 import type { KeysRequestConfig } from './keys-request.js';
 import type { KeyJobMetric, KeyJobStore, KeyVault, UnscopedTokenSource } from './ports.js';
@@ -72,6 +73,12 @@ export interface KeyIssuingJob {
     event: unknown,
     options?: { deadlineMs?: number; requestId?: string },
   ): Promise<KeyIssuingResult>;
+  /**
+   * Validates a `{"action":"clear-pending-key","businessApplicationId","reason"}`
+   * event and drops that key job's pending Idempotency-Key (clear-pending-key.ts).
+   * @throws InvalidKeyIssuingRequestError, PendingKeyNotClearedError, KeyJobStoreError
+   */
+  clearPendingKey(event: unknown): Promise<ClearPendingKeyResult>;
 }
 
 /*
@@ -200,13 +207,10 @@ export function createKeyIssuingJob(
     return result;
   }
 
-  async function handle(
-    event: unknown,
-    options: { deadlineMs?: number; requestId?: string } = {},
-  ): Promise<KeyIssuingResult> {
-    let request: ReturnType<typeof parseKeyIssuingEvent>;
+  /** `parse(event)`, counting and logging an invalid event before it is thrown. */
+  function validated<T>(parse: (event: unknown) => T, event: unknown): T {
     try {
-      request = parseKeyIssuingEvent(event);
+      return parse(event);
     } catch (error) {
       count('InvalidEvents');
       logger.warn('invalid key-issuing event', {
@@ -214,6 +218,13 @@ export function createKeyIssuingJob(
       });
       throw error;
     }
+  }
+
+  async function handle(
+    event: unknown,
+    options: { deadlineMs?: number; requestId?: string } = {},
+  ): Promise<KeyIssuingResult> {
+    const request = validated(parseKeyIssuingEvent, event);
     const { requestId, ...rest } = options;
     const forceId = request.forceId ?? requestId;
     const result = await run({
@@ -225,5 +236,13 @@ export function createKeyIssuingJob(
     return result;
   }
 
-  return { run, handle };
+  return {
+    run,
+    handle,
+    clearPendingKey: async (event) =>
+      clearPendingKey(
+        { store: deps.store, clock, logger },
+        validated(parseClearPendingKeyEvent, event),
+      ),
+  };
 }

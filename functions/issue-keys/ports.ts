@@ -124,6 +124,17 @@ export interface KeyJobStore {
   ): Promise<void>;
   /** Gives the lease up if `owner` still holds it; never throws for a lost lease. */
   release(id: string, owner: string): Promise<void>;
+  /**
+   * An operator's clear-pending-key: drops `idempotencyKey` (and its forceId) and sets
+   * the state to `next`, only while the record holds that key, no sealed answer, and
+   * no lease that is live at `nowMs`. False (nothing written) otherwise.
+   */
+  clearPendingKey(
+    id: string,
+    idempotencyKey: string,
+    nowMs: number,
+    next: 'stored' | 'rejected',
+  ): Promise<boolean>;
   /** Every job record (operator status). */
   list(): Promise<KeyJobRecord[]>;
 }

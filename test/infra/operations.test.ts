@@ -8,7 +8,10 @@ import { resolve } from 'node:path';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAdminEvent } from '../../functions/admin/admin-event.js';
-import { parseKeyIssuingEvent } from '../../functions/issue-keys/event.js';
+import {
+  parseClearPendingKeyEvent,
+  parseKeyIssuingEvent,
+} from '../../functions/issue-keys/event.js';
 import {
   TEST_EVENT_NAME,
   TEST_EVENT_REGISTRY,
@@ -479,7 +482,7 @@ describe('console test events', () => {
     const parsed = Object.values(events).map((event) => parseAdminEvent(event));
 
     expect(new Set(parsed.map((e) => e.action))).toEqual(
-      new Set(['status', 'invalidate', 'refresh', 'issue-keys']),
+      new Set(['status', 'invalidate', 'refresh', 'issue-keys', 'clear-pending-key']),
     );
     expect(events).toMatchObject({
       status: { action: 'status' },
@@ -491,12 +494,19 @@ describe('console test events', () => {
     });
   });
 
-  it('offers manual key-issuing runs that the job accepts', () => {
+  it('offers manual key-issuing runs and clear-pending-key, each an event the job accepts', () => {
     const events = testEventsOf(template, ISSUE_KEYS);
 
-    expect(Object.keys(events)).toEqual(['scheduled-run', 'manual-run', 'manual-run-force']);
-    for (const event of Object.values(events))
+    expect(Object.keys(events)).toEqual([
+      'scheduled-run',
+      'manual-run',
+      'manual-run-force',
+      'clear-pending-key',
+    ]);
+    const { 'clear-pending-key': clear, ...runs } = events;
+    for (const event of Object.values(runs))
       expect(() => parseKeyIssuingEvent(event)).not.toThrow();
+    expect(parseClearPendingKeyEvent(clear)).toMatchObject({ businessApplicationId: 'ba_123' });
     expect(parseKeyIssuingEvent(events['manual-run-force'])).toEqual({
       businessApplicationIds: ['ba_123'],
       force: true,

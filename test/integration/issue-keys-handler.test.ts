@@ -121,7 +121,7 @@ it('a Secrets Manager outage: the next invocation stores the KMS-sealed copy, no
   expect((first as KeyIssuingFailedError).result.failed).toEqual([
     { id: 'ba_demo_1', code: 'store_failed' },
   ]);
-  expect(second.issued).toEqual(['ba_demo_1']);
+  expect(second).toMatchObject({ issued: ['ba_demo_1'] });
   expect(sim.stats.keyRequests - before).toBe(1);
   expect(kms.commandCalls(DecryptCommand)[0]?.args[0].input.EncryptionContext).toEqual({
     pk: 'KEYS#ba_demo_1',
@@ -146,6 +146,21 @@ it("Lambda's retries of a failed forced invocation (same request id) reissue eac
   // Assess
   expect(sim.stats.keysIssued - before).toBe(1);
   expect(results.map((r) => (r as { issued: string[] }).issued)).toEqual([['ba_demo_2'], [], []]);
+});
+
+it('takes clear-pending-key from the admin: refused with its code while nothing is pending', async () => {
+  // Prepare
+  const { handler } = await import('../../functions/issue-keys/handler.js');
+  const event = { action: 'clear-pending-key', businessApplicationId: 'ba_demo_1', reason: 'ok' };
+
+  // Act
+  const refused = await handler(event, context).catch((e: unknown) => e);
+  const invalid = await handler({ ...event, reason: '' }, context).catch((e: unknown) => e);
+
+  // Assess: the message starts with the code, which the admin's invoker reads.
+  expect(refused).toMatchObject({ name: 'PendingKeyNotClearedError', code: 'no_pending_key' });
+  expect((refused as Error).message).toMatch(/^no_pending_key: /);
+  expect(invalid).toMatchObject({ name: 'InvalidKeyIssuingRequestError', code: 'invalid_request' });
 });
 
 it('fails the invocation after all ids, naming each failed id and code', async () => {

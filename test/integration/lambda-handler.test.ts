@@ -249,6 +249,10 @@ describe('admin Lambda handler', () => {
       { action: 'issue-keys', businessApplicationIds: ['ba_demo_1'], force: true },
       context,
     );
+    await handler(
+      { action: 'clear-pending-key', businessApplicationId: 'ba_demo_1', reason: 'checked' },
+      context,
+    );
 
     expect(status).toMatchObject({ tokens: expect.any(Array), key_jobs: expect.any(Array) });
     expect(refreshed).toMatchObject({ status: 'refreshed' });
@@ -271,6 +275,15 @@ describe('admin Lambda handler', () => {
           businessApplicationIds: ['ba_demo_1'],
           force: true,
           forceId: context.awsRequestId,
+        },
+      },
+      // The admin role may not write KEYS# items: the issue-keys function clears the key.
+      {
+        name: 'tv-issue-keys',
+        payload: {
+          action: 'clear-pending-key',
+          businessApplicationId: 'ba_demo_1',
+          reason: 'checked',
         },
       },
     ]);
