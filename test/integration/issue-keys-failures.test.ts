@@ -107,6 +107,24 @@ describe('retries', () => {
     expect(waited).toBeGreaterThanOrEqual(1500);
   });
 
+  it('backs off base x 2^retry with full jitter: exactly the sleeps the random source asks for', async () => {
+    // Prepare: two 503s, then success; jitter fixed at 0.5 of each step
+    kj.h.sim.injectKeysFault({ kind: 'status', status: 503 }, 2);
+    const sleeps: number[] = [];
+    const sleep = kj.h.clock.sleep.bind(kj.h.clock);
+    kj.h.clock.sleep = async (ms: number) => {
+      sleeps.push(ms);
+      await sleep(ms);
+    };
+
+    // Act
+    const result = await kj.h.job({ random: () => 0.5 }, { backoffBaseMs: 400 }).run();
+
+    // Assess: 0.5 x 400 x 2^0, then 0.5 x 400 x 2^1
+    expect(result.issued).toEqual(['ba_demo_1']);
+    expect(sleeps).toEqual([200, 400]);
+  });
+
   it('honours a short Retry-After and gives up this run on a long one', async () => {
     // Prepare
     kj.h.sim.injectKeysFault({ kind: 'status', status: 429, retryAfter: 3 });
@@ -243,6 +261,27 @@ describe('requests', () => {
       failed: [{ id: '../etc', code: 'invalid_request' }],
     });
     expect(keysSent()).toHaveLength(1);
+  });
+
+  it('an id is not started at its deadline either', async () => {
+    const job = kj.h.job();
+
+    const result = await job.run({ deadlineMs: kj.h.clock.now() });
+
+    expect(result.failed).toEqual([{ id: 'ba_demo_1', code: 'not_attempted' }]);
+    expect(kj.h.sent).toHaveLength(0);
+  });
+
+  it('an id named twice in one event is processed once', async () => {
+    const job = kj.h.job();
+
+    const result = await job.handle({ businessApplicationIds: ['ba_demo_1', 'ba_demo_1'] });
+
+    expect(result).toEqual({ issued: ['ba_demo_1'], skipped: [], failed: [] });
+    expect(keysSent()).toHaveLength(1);
+    expect(job.metrics.filter((m) => m.startsWith('Keys') && m !== 'KeysEndpointRequests')).toEqual(
+      ['KeysIssued'],
+    );
   });
 
   it('ids after the deadline are not started', async () => {

@@ -2,7 +2,8 @@
  * A DynamoDB Local client on which a write reaches the table but its reply is
  * lost: the first attempt of each UpdateItem is sent and applied, then the
  * client sees a timeout in place of the answer, and the SDK's own retry
- * resends the same request (without a backoff wait).
+ * resends the same request (without a backoff wait). It counts the
+ * UpdateItem requests it sends; with `losing: false` it only counts.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ConfiguredRetryStrategy } from '@smithy/core/retry';
@@ -13,11 +14,13 @@ export interface LostReplyClient {
   readonly client: DynamoDBClient;
   /** How many replies were lost so far. */
   readonly lost: () => number;
-  /** Whether replies are lost from now on (default true). */
+  /** How many UpdateItem requests were sent so far (resends included). */
+  readonly updatesSent: () => number;
+  /** Whether replies are lost from now on. */
   losing: boolean;
 }
 
-export function lostReplyClient(): LostReplyClient {
+export function lostReplyClient(options: { losing?: boolean } = {}): LostReplyClient {
   const client = new DynamoDBClient({
     region: TEST_REGION,
     endpoint: inject('dynamodbEndpoint'),
@@ -26,13 +29,21 @@ export function lostReplyClient(): LostReplyClient {
   });
   const seen = new WeakSet<object>();
   let lost = 0;
-  const world: LostReplyClient = { client, lost: () => lost, losing: true };
+  let updates = 0;
+  const world: LostReplyClient = {
+    client,
+    lost: () => lost,
+    updatesSent: () => updates,
+    losing: options.losing ?? true,
+  };
   // The deserialize step runs inside the retry loop: once per attempt.
   client.middlewareStack.add(
     (next, context) => async (args) => {
+      const update = context.commandName === 'UpdateItemCommand';
+      if (update) updates += 1;
       const reply = await next(args);
       const input = args.input as object;
-      if (world.losing && context.commandName === 'UpdateItemCommand' && !seen.has(input)) {
+      if (world.losing && update && !seen.has(input)) {
         seen.add(input);
         lost += 1;
         throw Object.assign(new Error('the reply was lost'), { name: 'TimeoutError' });
