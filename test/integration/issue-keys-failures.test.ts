@@ -3,11 +3,13 @@
  * record keeps for the next run, and that a run fails only after every id.
  */
 import { describe, expect, it } from 'vitest';
+import { DynamoDbKeyJobStore } from '../../functions/adapters/dynamodb-key-job-store.js';
 import {
   InvalidKeyIssuingRequestError,
   KeyIssuingFailedError,
 } from '../../functions/issue-keys/errors.js';
 import { keyJobRecord, UNGRANTED, useSecretsManagerKeyJobs } from '../support/key-job-harness.js';
+import { lostReplyClient } from '../support/lost-reply-client.js';
 import { rejection } from '../support/rejection.js';
 
 const kj = useSecretsManagerKeyJobs('tvm-test');
@@ -38,6 +40,8 @@ describe('provider refusals', () => {
     });
     expect(refused.idempotency_key).toBeUndefined();
     expect(later.issued).toEqual(['ba_demo_1']);
+    // Attempts count under the new key only.
+    expect(await record('ba_demo_1')).toMatchObject({ attempts: { N: '1' } });
     const [first, second] = keysSent().map((r) => r.headers['idempotency-key']);
     expect(keysSent()).toHaveLength(2);
     expect(second).not.toBe(first);
@@ -80,6 +84,32 @@ describe('provider refusals', () => {
     expect(error.stack).toBe(`KeyIssuingFailedError: ${error.message}`);
     expect(kj.h.sim.stats.keysIssued).toBe(2);
     expect(keysSent()).toHaveLength(3);
+  });
+});
+
+describe('the job store', () => {
+  it('a DynamoDB failure as the issue starts: job_store_unavailable, recorded on the job, which is released', async () => {
+    // Prepare: the write that sets the Idempotency-Key never reaches DynamoDB.
+    const down = lostReplyClient({
+      losing: false,
+      unavailableFor: (input) =>
+        input.UpdateExpression?.includes('idempotency_key = :key') ?? false,
+    });
+    const job = kj.h.job({ store: new DynamoDbKeyJobStore(down.client, kj.h.table) });
+
+    // Act
+    const result = await job.run();
+    down.client.destroy();
+    const sentBefore = keysSent().length;
+    const after = await record('ba_demo_1');
+    const next = await kj.h.job().run();
+
+    // Assess
+    expect(result.failed).toEqual([{ id: 'ba_demo_1', code: 'job_store_unavailable' }]);
+    expect(sentBefore).toBe(0);
+    expect(after).toMatchObject({ last_error: { S: 'job_store_unavailable' } });
+    expect(after.lease_owner).toBeUndefined();
+    expect(next.issued).toEqual(['ba_demo_1']);
   });
 });
 

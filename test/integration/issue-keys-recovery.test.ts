@@ -4,6 +4,7 @@
  * before a restart: the sealing key is made at each start), and that nothing
  * ever drops its Idempotency-Key.
  */
+import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
 import { describe, expect, it } from 'vitest';
 import { AesGcmSealer } from '../../functions/adapters/sealers.js';
 import { keyJobRecord, useSecretsManagerKeyJobs } from '../support/key-job-harness.js';
@@ -33,6 +34,31 @@ async function sealedAnswerKept() {
 
 /** A job whose sealer cannot open what the harness's sealed (another key). */
 const restartedJob = () => kj.h.job({ sealer: new AesGcmSealer() });
+
+describe('a sealed answer', () => {
+  it('of bytes that are not UTF-8 is stored byte for byte by the next run, without the provider', async () => {
+    // Prepare: a provider answering bytes that are not UTF-8; Secrets Manager down once.
+    const bytes = Uint8Array.of(0xff, 0xfe, 0x00, 0x41, 0x80);
+    const binary: typeof fetch = async (input, init) => {
+      const response = await kj.h.fetch(input, init);
+      return response.ok ? new Response(bytes, { status: response.status }) : response;
+    };
+    kj.secrets.failures = 1;
+    const first = await kj.h.job({ fetch: binary }).run();
+    const kept = await record();
+
+    // Act
+    const next = await kj.h.job().run();
+
+    // Assess
+    expect(first.failed).toEqual([{ id: ID, code: 'store_failed' }]);
+    expect(kept.sealed_encoding).toEqual({ S: 'base64' });
+    expect(next.issued).toEqual([ID]);
+    expect(keysSent()).toHaveLength(1);
+    const stored = kj.sm.commandCalls(CreateSecretCommand).at(-1)?.args[0].input;
+    expect(stored?.SecretBinary).toEqual(bytes);
+  });
+});
 
 describe('a sealed answer that cannot be unsealed', () => {
   it('without force: recovery_failed, no provider call, the sealed copy and its key kept', async () => {

@@ -87,12 +87,14 @@ describe('issuing', () => {
     await kj.h.job().handle({});
 
     // Act
-    const result = await kj.h.job().handle({});
+    const job = kj.h.job();
+    const result = await job.handle({});
 
     // Assess
     expect(result).toEqual({ issued: [], skipped: ['ba_demo_1'], failed: [] });
     expect(keysSent()).toHaveLength(1);
     expect(kj.h.sim.stats.keysIssued).toBe(1);
+    expect(job.metrics).toEqual(['KeyIssuingRuns', 'KeysSkipped']);
   });
 
   it('skips an id whose keys are stored though its job record is gone, without calling the provider', async () => {

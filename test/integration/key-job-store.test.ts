@@ -3,7 +3,7 @@
  * lease, the guard on an answer waiting to be stored, and writes whose reply
  * was lost.
  */
-import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DynamoDbKeyJobStore } from '../../functions/adapters/dynamodb-key-job-store.js';
 import { LeaseLostError } from '../../functions/issue-keys/errors.js';
@@ -40,6 +40,31 @@ const rawRecord = async () =>
       }),
     )
   ).Item;
+
+describe('the run lease', () => {
+  it('is held until it ends: taken only once its end has passed', async () => {
+    await store.acquire(ID, 'run-a', NOW, NOW + LEASE);
+
+    const atItsEnd = await store.acquire(ID, 'run-b', NOW + LEASE, NOW + 2 * LEASE);
+    const after = await store.acquire(ID, 'run-b', NOW + LEASE + 1, NOW + 2 * LEASE);
+
+    expect(atItsEnd).toBeUndefined();
+    expect(after).toMatchObject({ leaseOwner: 'run-b' });
+  });
+});
+
+describe('a record this version cannot read', () => {
+  it('with a state it does not know reads as pending: never as keys stored', async () => {
+    await client.send(
+      new PutItemCommand({
+        TableName: table,
+        Item: { pk: { S: `KEYS#${ID}` }, state: { S: 'archived' }, attempts: { N: '2' } },
+      }),
+    );
+
+    expect(await store.get(ID)).toMatchObject({ businessApplicationId: ID, state: 'pending' });
+  });
+});
 
 describe('a run whose lease was taken over', () => {
   it('can no longer write: begin, save-received, mark-stored and record-failure fail as lease lost', async () => {

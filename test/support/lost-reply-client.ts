@@ -4,6 +4,8 @@
  * client sees a timeout in place of the answer, and the SDK's own retry
  * resends the same request (without a backoff wait). It counts the
  * UpdateItem requests it sends; with `losing: false` it only counts.
+ * `unavailableFor` picks UpdateItems that never reach the table: each attempt
+ * times out, so the SDK gives up after its retries (DynamoDB down for that write).
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ConfiguredRetryStrategy } from '@smithy/core/retry';
@@ -20,7 +22,12 @@ export interface LostReplyClient {
   losing: boolean;
 }
 
-export function lostReplyClient(options: { losing?: boolean } = {}): LostReplyClient {
+export function lostReplyClient(
+  options: {
+    losing?: boolean;
+    unavailableFor?: (input: { UpdateExpression?: string }) => boolean;
+  } = {},
+): LostReplyClient {
   const client = new DynamoDBClient({
     region: TEST_REGION,
     endpoint: inject('dynamodbEndpoint'),
@@ -41,6 +48,9 @@ export function lostReplyClient(options: { losing?: boolean } = {}): LostReplyCl
     (next, context) => async (args) => {
       const update = context.commandName === 'UpdateItemCommand';
       if (update) updates += 1;
+      if (update && options.unavailableFor?.(args.input as { UpdateExpression?: string })) {
+        throw Object.assign(new Error('DynamoDB did not answer'), { name: 'TimeoutError' });
+      }
       const reply = await next(args);
       const input = args.input as object;
       if (world.losing && update && !seen.has(input)) {
