@@ -32,6 +32,21 @@ async function sealedAnswerKept() {
   return kept;
 }
 
+/** The record still holds the sealed answer and its key, names `code` as its last error, and no run holds it. */
+async function expectKeptAndReleased(
+  kept: Awaited<ReturnType<typeof record>>,
+  code: string,
+): Promise<void> {
+  const after = await record();
+  expect(after).toMatchObject({
+    state: { S: 'received' },
+    idempotency_key: kept.idempotency_key,
+    sealed_response: kept.sealed_response,
+    last_error: { S: code },
+  });
+  expect(after.lease_owner).toBeUndefined();
+}
+
 /** A job whose sealer cannot open what the harness's sealed (another key). */
 const restartedJob = () => kj.h.job({ sealer: new AesGcmSealer() });
 
@@ -71,14 +86,7 @@ describe('a sealed answer that cannot be unsealed', () => {
     // Assess
     expect(result.failed).toEqual([{ id: ID, code: 'recovery_failed' }]);
     expect(keysSent()).toHaveLength(1);
-    const after = await record();
-    expect(after).toMatchObject({
-      state: { S: 'received' },
-      idempotency_key: kept.idempotency_key,
-      sealed_response: kept.sealed_response,
-      last_error: { S: 'recovery_failed' },
-    });
-    expect(after.lease_owner).toBeUndefined();
+    await expectKeptAndReleased(kept, 'recovery_failed');
     expect(kj.secrets.value(SECRET)).toBeUndefined();
   });
 
@@ -110,18 +118,11 @@ describe('a sealed answer that cannot be unsealed', () => {
 
     // Act
     const forced = await restartedJob().run({ businessApplicationIds: [ID], force: true });
-    const after = await record();
+    await expectKeptAndReleased(kept, 'feature_not_enabled');
     const next = await restartedJob().run();
 
     // Assess
     expect(forced.failed).toEqual([{ id: ID, code: 'feature_not_enabled' }]);
-    expect(after).toMatchObject({
-      state: { S: 'received' },
-      idempotency_key: kept.idempotency_key,
-      sealed_response: kept.sealed_response,
-      last_error: { S: 'feature_not_enabled' },
-    });
-    expect(after.lease_owner).toBeUndefined();
     // Released: the next run works on it at once (and cannot unseal it either).
     expect(next.failed).toEqual([{ id: ID, code: 'recovery_failed' }]);
     // The harness's sealer still opens it: nothing the provider issued is lost.
