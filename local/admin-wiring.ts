@@ -179,6 +179,7 @@ export function createLocalAdmin(
     refresh: (scope) => forceRefresh(runtime.tokens, scope),
     issueKeys: (event) => job.handle(event),
     policy,
+    clearPendingKey: (request) => job.clearPendingKey({ action: 'clear-pending-key', ...request }),
     inUseWindowSeconds: settings.inUseWindowSeconds,
     clock: deps.clock,
     logger: deps.logger,

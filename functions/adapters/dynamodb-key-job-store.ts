@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import {
   type AttributeValue,
   ConditionalCheckFailedException,
@@ -17,12 +18,23 @@ import type {
 import { scanByPrefix } from './dynamodb-scan.js';
 
 type Item = Record<string, AttributeValue>;
+type WriteInput = Pick<
+  UpdateItemCommandInput,
+  'UpdateExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'
+>;
 
 const STATES: readonly KeyJobState[] = ['pending', 'received', 'stored', 'rejected'];
 const num = (value: number): AttributeValue => ({ N: String(value) });
 const readNum = (a: AttributeValue | undefined): number | undefined =>
   a?.N === undefined ? undefined : Number(a.N);
 const seconds = (ms: number): number => Math.floor(ms / 1000);
+
+/** `expression` with `assignment` added to its SET clause (or a SET clause added). */
+function withSet(expression: string, assignment: string): string {
+  return /^SET /.test(expression)
+    ? expression.replace(/^SET /, `SET ${assignment}, `)
+    : `SET ${assignment} ${expression}`.trim();
+}
 
 /** Maps a `KEYS#<id>` item to the job's shape. */
 export function keyJobFromItem(item: Item): KeyJobRecord {
@@ -38,6 +50,7 @@ export function keyJobFromItem(item: Item): KeyJobRecord {
     attempts: readNum(item.attempts) ?? 0,
     issueCount: readNum(item.issue_count) ?? 0,
     ...optional('idempotencyKey', item.idempotency_key?.S),
+    ...optional('forceId', item.force_id?.S),
     ...optional('leaseOwner', item.lease_owner?.S),
     ...optional('leaseUntilMs', readNum(item.lease_until)),
     ...optional('lastError', item.last_error?.S as FailureCode | undefined),
@@ -53,6 +66,10 @@ export function keyJobFromItem(item: Item): KeyJobRecord {
     ...optional('secretName', item.secret_name?.S),
     ...optional('secretVersion', item.secret_version?.S),
     ...optional('storedAt', readNum(item.stored_at)),
+    ...optional(
+      'forcedBy',
+      item.forced_by?.L?.flatMap((entry) => (entry.S === undefined ? [] : [entry.S])),
+    ),
   };
 }
 
@@ -60,8 +77,9 @@ export function keyJobFromItem(item: Item): KeyJobRecord {
  * Key-issuing job records (`pk = KEYS#<id>`) in the token cache table. No `ttl`
  * is ever written on them: a record lives as long as the keys it describes.
  * Every write but `acquire` requires this run to hold the lease
- * (`lease_owner = :owner`), else LeaseLostError; SDK failures become
- * KeyJobStoreError.
+ * (`lease_owner = :owner`), else LeaseLostError; every write applies at most
+ * once, and one whose reply was lost is known as this run's own (`#write`).
+ * SDK failures become KeyJobStoreError.
  */
 export class DynamoDbKeyJobStore implements KeyJobStore {
   readonly #client: DynamoDBClient;
@@ -91,46 +109,33 @@ export class DynamoDbKeyJobStore implements KeyJobStore {
     nowMs: number,
     untilMs: number,
   ): Promise<KeyJobRecord | undefined> {
-    try {
-      const out = await this.#send('UpdateItem', () =>
-        this.#client.send(
-          new UpdateItemCommand({
-            TableName: this.#table,
-            Key: { pk: { S: keyJobKey(id) } },
-            UpdateExpression: [
-              'SET lease_owner = :owner, lease_until = :until',
-              'business_application_id = :id',
-              '#state = if_not_exists(#state, :pending)',
-              'attempts = if_not_exists(attempts, :zero)',
-              'issue_count = if_not_exists(issue_count, :zero)',
-              'created_at = if_not_exists(created_at, :now)',
-              'updated_at = :now',
-            ].join(', '),
-            ConditionExpression: 'attribute_not_exists(lease_until) OR lease_until < :nowMs',
-            ExpressionAttributeNames: { '#state': 'state' },
-            ExpressionAttributeValues: {
-              ':owner': { S: owner },
-              ':until': num(untilMs),
-              ':id': { S: id },
-              ':pending': { S: 'pending' },
-              ':zero': num(0),
-              ':now': num(seconds(nowMs)),
-              ':nowMs': num(nowMs),
-            },
-            ReturnValues: 'ALL_NEW',
-          }),
-        ),
-      );
-      return keyJobFromItem(out.Attributes ?? {});
-    } catch (error) {
-      if (
-        error instanceof KeyJobStoreError &&
-        error.cause instanceof ConditionalCheckFailedException
-      ) {
-        return undefined;
-      }
-      throw error;
-    }
+    const outcome = await this.#write(
+      id,
+      {
+        UpdateExpression: [
+          'SET lease_owner = :owner, lease_until = :until',
+          'business_application_id = :id',
+          '#state = if_not_exists(#state, :pending)',
+          'attempts = if_not_exists(attempts, :zero)',
+          'issue_count = if_not_exists(issue_count, :zero)',
+          'created_at = if_not_exists(created_at, :now)',
+          'updated_at = :now',
+        ].join(', '),
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: {
+          ':owner': { S: owner },
+          ':until': num(untilMs),
+          ':id': { S: id },
+          ':pending': { S: 'pending' },
+          ':zero': num(0),
+          ':now': num(seconds(nowMs)),
+          ':nowMs': num(nowMs),
+        },
+        ReturnValues: 'ALL_NEW',
+      },
+      'attribute_not_exists(lease_until) OR lease_until < :nowMs',
+    );
+    return outcome.applied ? keyJobFromItem(outcome.item) : undefined;
   }
 
   async begin(
@@ -139,10 +144,12 @@ export class DynamoDbKeyJobStore implements KeyJobStore {
     idempotencyKey: string,
     nowMs: number,
     untilMs: number,
+    forceId?: string,
   ): Promise<void> {
     await this.#leased(id, owner, {
       UpdateExpression:
-        'SET idempotency_key = :key, #state = :pending, attempts = :zero, lease_until = :until, updated_at = :now',
+        'SET idempotency_key = :key, #state = :pending, attempts = :zero, lease_until = :until, updated_at = :now' +
+        (forceId === undefined ? ' REMOVE force_id' : ', force_id = :force'),
       ExpressionAttributeNames: { '#state': 'state' },
       ExpressionAttributeValues: {
         ':key': { S: idempotencyKey },
@@ -150,6 +157,7 @@ export class DynamoDbKeyJobStore implements KeyJobStore {
         ':zero': num(0),
         ':until': num(untilMs),
         ':now': num(seconds(nowMs)),
+        ...(forceId === undefined ? {} : { ':force': { S: forceId } }),
       },
     });
   }
@@ -192,16 +200,22 @@ export class DynamoDbKeyJobStore implements KeyJobStore {
   async markStored(
     id: string,
     owner: string,
-    stored: { secretName: string; secretVersion: string; status: number },
+    stored: {
+      secretName: string;
+      secretVersion: string;
+      status: number;
+      forcedBy?: readonly string[];
+    },
     nowMs: number,
   ): Promise<void> {
+    const { forcedBy } = stored;
     await this.#leased(id, owner, {
       UpdateExpression:
         'SET #state = :stored, stored_at = :now, updated_at = :now, secret_name = :name, ' +
         'secret_version = :version, response_status = :status, ' +
-        'issue_count = if_not_exists(issue_count, :zero) + :one ' +
-        'REMOVE idempotency_key, sealed_response, sealed_encoding, last_error, last_error_at, ' +
-        'lease_owner, lease_until',
+        `issue_count = if_not_exists(issue_count, :zero) + :one${forcedBy ? ', forced_by = :forced' : ''} ` +
+        'REMOVE idempotency_key, force_id, sealed_response, sealed_encoding, last_error, ' +
+        'last_error_at, lease_owner, lease_until',
       ExpressionAttributeNames: { '#state': 'state' },
       ExpressionAttributeValues: {
         ':stored': { S: 'stored' },
@@ -211,6 +225,7 @@ export class DynamoDbKeyJobStore implements KeyJobStore {
         ':status': num(stored.status),
         ':zero': num(0),
         ':one': num(1),
+        ...(forcedBy ? { ':forced': { L: forcedBy.map((f) => ({ S: f })) } } : {}),
       },
     });
   }
@@ -228,7 +243,7 @@ export class DynamoDbKeyJobStore implements KeyJobStore {
     let condition: string | undefined;
     if (next) {
       update += ', #state = :next';
-      remove += ', idempotency_key';
+      remove += ', idempotency_key, force_id';
       values[':next'] = { S: next };
       // Never drop the key of an answer that waits to be stored.
       values[':received'] = { S: 'received' };
@@ -254,6 +269,31 @@ export class DynamoDbKeyJobStore implements KeyJobStore {
     }
   }
 
+  async clearPendingKey(
+    id: string,
+    idempotencyKey: string,
+    nowMs: number,
+    next: 'stored' | 'rejected',
+  ): Promise<boolean> {
+    const outcome = await this.#write(
+      id,
+      {
+        UpdateExpression: 'SET #state = :next, updated_at = :now REMOVE idempotency_key, force_id',
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: {
+          ':next': { S: next },
+          ':now': num(seconds(nowMs)),
+          ':key': { S: idempotencyKey },
+          ':received': { S: 'received' },
+          ':nowMs': num(nowMs),
+        },
+      },
+      'idempotency_key = :key AND #state <> :received AND attribute_not_exists(sealed_response) ' +
+        'AND (attribute_not_exists(lease_until) OR lease_until < :nowMs)',
+    );
+    return outcome.applied;
+  }
+
   async list(): Promise<KeyJobRecord[]> {
     const items = await scanByPrefix(this.#client, this.#table, 'KEYS#', (call) =>
       this.#send('Scan', call),
@@ -261,39 +301,73 @@ export class DynamoDbKeyJobStore implements KeyJobStore {
     return items.map((item) => keyJobFromItem(item));
   }
 
-  /** An UpdateItem that requires `owner` to hold the lease. */
+  /** An UpdateItem that requires `owner` to hold the lease, else LeaseLostError. */
   async #leased(
     id: string,
     owner: string,
-    input: Pick<
-      UpdateItemCommandInput,
-      'UpdateExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'
-    >,
+    input: WriteInput,
     extraCondition?: string,
   ): Promise<void> {
+    const outcome = await this.#write(
+      id,
+      {
+        ...input,
+        ExpressionAttributeValues: { ...input.ExpressionAttributeValues, ':owner': { S: owner } },
+      },
+      `lease_owner = :owner${extraCondition ? ` AND ${extraCondition}` : ''}`,
+    );
+    if (!outcome.applied) throw new LeaseLostError(id);
+  }
+
+  /**
+   * The one way this store writes a record: a conditional UpdateItem that applies
+   * at most once and knows itself when its reply was lost.
+   *
+   * The SDK resends a request whose reply did not arrive (a timeout, a reset
+   * connection) with the same input, though the first one may have reached the
+   * table: the resent write's condition then fails on the state the first one
+   * wrote (a lease it took, a lease it gave up), and the run would call its own
+   * work `lease_lost` or `job_in_progress`. So each write sets `write_id` to an
+   * id of its own and requires the item not to carry it already; when the
+   * condition fails, DynamoDB returns the item as it is
+   * (`ReturnValuesOnConditionCheckFailure: ALL_OLD`, see
+   * https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateItem.html),
+   * and an item carrying this write's id means the write applied. A resent
+   * write never applies twice (an attempt is counted once).
+   *
+   * Returns the item after the write (`ALL_NEW` when asked for) or, when the
+   * condition failed for another reason, `applied: false`.
+   */
+  async #write(
+    id: string,
+    input: WriteInput & Pick<UpdateItemCommandInput, 'ReturnValues'>,
+    condition: string,
+  ): Promise<{ applied: true; item: Item } | { applied: false; item?: Item }> {
+    const writeId = randomUUID();
     try {
-      await this.#send('UpdateItem', () =>
+      const out = await this.#send('UpdateItem', () =>
         this.#client.send(
           new UpdateItemCommand({
             TableName: this.#table,
             Key: { pk: { S: keyJobKey(id) } },
             ...input,
-            ConditionExpression: `lease_owner = :owner${extraCondition ? ` AND ${extraCondition}` : ''}`,
+            UpdateExpression: withSet(input.UpdateExpression ?? '', 'write_id = :write_id'),
+            ConditionExpression: `(${condition}) AND (attribute_not_exists(write_id) OR write_id <> :write_id)`,
             ExpressionAttributeValues: {
               ...input.ExpressionAttributeValues,
-              ':owner': { S: owner },
+              ':write_id': { S: writeId },
             },
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
         ),
       );
+      return { applied: true, item: out.Attributes ?? {} };
     } catch (error) {
-      if (
-        error instanceof KeyJobStoreError &&
-        error.cause instanceof ConditionalCheckFailedException
-      ) {
-        throw new LeaseLostError(id);
-      }
-      throw error;
+      const failed = error instanceof KeyJobStoreError ? error.cause : undefined;
+      if (!(failed instanceof ConditionalCheckFailedException)) throw error;
+      const item = failed.Item;
+      if (item?.write_id?.S === writeId) return { applied: true, item };
+      return item === undefined ? { applied: false } : { applied: false, item };
     }
   }
 

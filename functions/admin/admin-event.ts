@@ -1,6 +1,12 @@
 import { SCOPE_PATTERN } from '../core/access-policy.js';
 import { VendError } from '../core/errors.js';
 import { UNSCOPED_LABEL } from '../core/item-keys.js';
+import {
+  type ClearPendingKeyRequest,
+  clearPendingKeyProblems,
+  MAX_REASON_LENGTH,
+  parseClearPendingKeyEvent,
+} from '../issue-keys/event.js';
 
 /** In admin events, this scope name stands for the unscoped (partner) token. */
 export const UNSCOPED = UNSCOPED_LABEL;
@@ -11,7 +17,8 @@ export const ADMIN_EVENTS = [
   '{"action":"invalidate","scope":"<scope>|unscoped"}',
   '{"action":"invalidate","all":true} (or the short form {"all":true})',
   '{"action":"refresh","scope":"<scope>|unscoped"}',
-  '{"action":"issue-keys","businessApplicationIds":["<id>",...],"force":true} (both fields optional)',
+  '{"action":"issue-keys","businessApplicationIds":["<id>",...],"force":true,"forceId":"<id>"} (all optional; force needs ids, forceId needs force)',
+  `{"action":"clear-pending-key","businessApplicationId":"<id>","reason":"<why: 1..${MAX_REASON_LENGTH} characters>"} (after the provider confirmed nothing was issued under the pending key)`,
 ] as const;
 
 /** A parsed admin event; `scope` undefined means the unscoped token. */
@@ -20,7 +27,8 @@ export type AdminEvent =
   | { readonly action: 'invalidate'; readonly all: true }
   | { readonly action: 'invalidate'; readonly all: false; readonly scope: string | undefined }
   | { readonly action: 'refresh'; readonly scope: string | undefined }
-  | { readonly action: 'issue-keys'; readonly event: Record<string, unknown> };
+  | { readonly action: 'issue-keys'; readonly event: Record<string, unknown> }
+  | { readonly action: 'clear-pending-key'; readonly request: ClearPendingKeyRequest };
 
 /** An admin request that failed; `code` is machine-readable and starts the message. */
 export class AdminError extends Error {
@@ -112,6 +120,12 @@ export function parseAdminEvent(event: unknown): AdminEvent {
     case 'issue-keys':
       // The key-issuing job validates its own fields, with its own clear message.
       return { action: 'issue-keys', event };
+    case 'clear-pending-key': {
+      onlyFields(event, 'clear-pending-key', ['action', 'businessApplicationId', 'reason']);
+      const problems = clearPendingKeyProblems(event);
+      if (problems.length > 0) throw invalid(`"clear-pending-key": ${problems.join('; ')}`);
+      return { action: 'clear-pending-key', request: parseClearPendingKeyEvent(event) };
+    }
     default:
       throw invalid(event.action === undefined ? 'The event has no "action"' : 'Unknown "action"');
   }

@@ -3,7 +3,9 @@ import { scopeLabel, tokenKey } from '../core/item-keys.js';
 import type { PolicyProvider } from '../core/policy-source.js';
 import type { TokenStore } from '../core/ports.js';
 import type { CoreLogger } from '../core/token-service-types.js';
+import type { ClearPendingKeyResult } from '../issue-keys/clear-pending-key.js';
 import type { KeyIssuingResult } from '../issue-keys/errors.js';
+import type { ClearPendingKeyRequest } from '../issue-keys/event.js';
 import type { KeyJobStore } from '../issue-keys/ports.js';
 import { AdminError, asAdminError, assertConfiguredScope, parseAdminEvent } from './admin-event.js';
 import { keyJobStatus, policyStatus, type StatusReport, tokenStatus } from './status.js';
@@ -31,6 +33,11 @@ export interface AdminDeps {
    * other is sent upstream), and `status` shows its version.
    */
   readonly policy: PolicyProvider;
+  /**
+   * Drops a key job's pending Idempotency-Key: the issue-keys function in AWS, which
+   * alone may write `KEYS#` items (the admin role may not).
+   */
+  readonly clearPendingKey: (request: ClearPendingKeyRequest) => Promise<ClearPendingKeyResult>;
   readonly inUseWindowSeconds: number;
   readonly clock: Clock;
   readonly logger: CoreLogger;
@@ -49,17 +56,48 @@ export interface InvalidateReport {
   readonly note: string;
 }
 
-export type AdminResult = StatusReport | InvalidateReport | RefreshOutcome | KeyIssuingResult;
+export type AdminResult =
+  | StatusReport
+  | InvalidateReport
+  | RefreshOutcome
+  | KeyIssuingResult
+  | ClearPendingKeyResult;
+
+/** What the admin knows of its own invocation. */
+export interface AdminInvocation {
+  /**
+   * The Lambda request id: a forced `issue-keys` event without a `forceId` is sent
+   * with this one, so Lambda's retries of this invocation (same request id) never
+   * reissue an id twice (functions/issue-keys/job.ts, FORCED REQUESTS).
+   */
+  readonly requestId?: string;
+}
+
+/** A forced issue-keys event carries a forceId: its own, else the admin's request id. */
+function withForceId(
+  event: Record<string, unknown>,
+  requestId: string | undefined,
+): Record<string, unknown> {
+  return event.force === true && event.forceId === undefined && requestId !== undefined
+    ? { ...event, forceId: requestId }
+    : event;
+}
 
 /**
  * The admin function's core (docs/operations.md): `status`, `invalidate`,
- * `refresh` and `issue-keys`. Never returns or logs a token or key.
+ * `refresh`, `issue-keys` and `clear-pending-key`. Never returns or logs a token or key.
  * @throws AdminError with a machine-readable `code` (the message starts with it)
  */
-export function createAdmin(deps: AdminDeps): (event: unknown) => Promise<AdminResult> {
-  const dispatch = async (raw: unknown): Promise<AdminResult> => {
+export function createAdmin(
+  deps: AdminDeps,
+): (event: unknown, invocation?: AdminInvocation) => Promise<AdminResult> {
+  const dispatch = async (raw: unknown, invocation: AdminInvocation): Promise<AdminResult> => {
     const event = parseAdminEvent(raw);
-    deps.logger.info('admin', { action: event.action });
+    deps.logger.info('admin', {
+      action: event.action,
+      // An operator's reason is part of the audit trail.
+      ...(event.action === 'clear-pending-key' ? event.request : {}),
+    });
     try {
       switch (event.action) {
         case 'status': {
@@ -99,15 +137,17 @@ export function createAdmin(deps: AdminDeps): (event: unknown) => Promise<AdminR
           assertConfiguredScope((await deps.policy.current()).policy.scopes, event.scope);
           return await deps.refresh(event.scope);
         case 'issue-keys':
-          return await deps.issueKeys(event.event);
+          return await deps.issueKeys(withForceId(event.event, invocation.requestId));
+        case 'clear-pending-key':
+          return await deps.clearPendingKey(event.request);
       }
     } catch (error) {
       throw asAdminError(error);
     }
   };
-  return async (raw) => {
+  return async (raw, invocation = {}) => {
     try {
-      return await dispatch(raw);
+      return await dispatch(raw, invocation);
     } catch (error) {
       if (error instanceof AdminError && error.code === 'invalid_request') {
         deps.count?.('InvalidEvents');

@@ -9,6 +9,7 @@ import { LambdaInvoker } from '../adapters/lambda-invoker.js';
 import { policyProviderFor } from '../adapters/policy-provider.js';
 import { systemClock } from '../core/clock.js';
 import { EnvReader, type PolicySettings } from '../core/config.js';
+import type { ClearPendingKeyResult } from '../issue-keys/clear-pending-key.js';
 import type { KeyIssuingResult } from '../issue-keys/errors.js';
 import { type AdminResult, createAdmin, type RefreshOutcome } from './admin.js';
 
@@ -39,6 +40,11 @@ const admin = createAdmin({
     }),
   issueKeys: (event) => invoker.invoke<KeyIssuingResult>(issueKeysFunction, event),
   policy: policyProviderFor(policySettings as PolicySettings, { logger, count }),
+  clearPendingKey: (request) =>
+    invoker.invoke<ClearPendingKeyResult>(issueKeysFunction, {
+      action: 'clear-pending-key',
+      ...request,
+    }),
   inUseWindowSeconds,
   clock: systemClock,
   logger,
@@ -49,7 +55,7 @@ const admin = createAdmin({
 export const handler = async (event: unknown, context: Context): Promise<AdminResult> => {
   logger.addContext(context);
   try {
-    return await admin(event);
+    return await admin(event, { requestId: context.awsRequestId });
   } finally {
     // Most admin events count nothing: publish only what was counted.
     if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();

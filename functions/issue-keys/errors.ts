@@ -34,6 +34,13 @@ export type KeyIssuingCode =
   /** The invocation ran out of time before this id was started. */
   | 'not_attempted'
   | 'internal_error'
+  /** clear-pending-key refused: the job record holds no pending Idempotency-Key. */
+  | 'no_pending_key'
+  /**
+   * clear-pending-key refused: the provider's answer waits, sealed, to be stored;
+   * dropping its Idempotency-Key would lose keys the provider issued.
+   */
+  | 'answer_awaiting_store'
   /** The invocation-level failure: at least one id failed. */
   | 'key_issuing_failed';
 
@@ -131,6 +138,18 @@ export class LeaseLostError extends KeyIssuingError {
   override name = 'LeaseLostError' as const;
   constructor(id: string) {
     super('lease_lost', `The lease on ${id} was taken over by another run.`);
+  }
+}
+
+/** Why an operator's clear-pending-key was refused (`job_in_progress`: a run holds the job). */
+export type PendingKeyRefusal = 'no_pending_key' | 'answer_awaiting_store' | 'job_in_progress';
+
+/** An operator's clear-pending-key that was refused; nothing was changed. No stack trace. */
+export class PendingKeyNotClearedError extends KeyIssuingError {
+  override name = 'PendingKeyNotClearedError' as const;
+  constructor(code: PendingKeyRefusal, message: string) {
+    super(code, `${code}: ${message}`);
+    this.stack = `${this.name}: ${this.message}`;
   }
 }
 

@@ -17,8 +17,10 @@ import {
   secretsPrefixProblem,
 } from '../adapters/secrets-manager-key-vault.js';
 import { EnvReader, type PolicySettings } from '../core/config.js';
+import type { ClearPendingKeyResult } from './clear-pending-key.js';
 import { readKeyIssuingSettings } from './config.js';
 import type { KeyIssuingResult } from './errors.js';
+import { isClearPendingKeyEvent } from './event.js';
 import { createKeyIssuingJob, idStartDeadline } from './job.js';
 import { longestKeysRequestMs } from './keys-request.js';
 
@@ -76,12 +78,21 @@ const LONGEST_ID_MS = longestKeysRequestMs(Math.max(DEFAULT_TIMEOUT_MS, DEFAULT_
  * `{issued, skipped, failed}`; throws KeyIssuingFailedError (message naming each
  * failed id and code) after every id was processed when any failed, and
  * InvalidKeyIssuingRequestError for a bad event.
+ *
+ * `{"action":"clear-pending-key","businessApplicationId","reason"}` (the admin
+ * forwards it: only this function writes `KEYS#` items) drops a key job's
+ * pending Idempotency-Key; PendingKeyNotClearedError when it may not.
  */
-export const handler = async (event: unknown, context: Context): Promise<KeyIssuingResult> => {
+export const handler = async (
+  event: unknown,
+  context: Context,
+): Promise<KeyIssuingResult | ClearPendingKeyResult> => {
   logger.addContext(context);
   const deadlineMs = idStartDeadline(Date.now(), context.getRemainingTimeInMillis(), LONGEST_ID_MS);
   try {
-    return await job.handle(event, { deadlineMs });
+    if (isClearPendingKeyEvent(event)) return await job.clearPendingKey(event);
+    // The request id is a forced event's identity: Lambda's retries carry the same one (job.ts).
+    return await job.handle(event, { deadlineMs, requestId: context.awsRequestId });
   } finally {
     metrics.publishStoredMetrics();
   }

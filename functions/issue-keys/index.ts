@@ -4,6 +4,7 @@ export {
   isBusinessApplicationId,
   keyJobKey,
 } from './business-application-id.js';
+export type { ClearPendingKeyResult } from './clear-pending-key.js';
 export {
   type KeyIssuingSettings,
   parseBusinessApplicationIds,
@@ -21,8 +22,20 @@ export {
   KeysEndpointError,
   KeyVaultError,
   LeaseLostError,
+  PendingKeyNotClearedError,
+  type PendingKeyRefusal,
 } from './errors.js';
-export { EXPECTED_EVENT, type KeyIssuingRequest, parseKeyIssuingEvent } from './event.js';
+export {
+  type ClearPendingKeyRequest,
+  EXPECTED_CLEAR_EVENT,
+  EXPECTED_EVENT,
+  FORCE_ID_PATTERN,
+  isClearPendingKeyEvent,
+  type KeyIssuingRequest,
+  MAX_REASON_LENGTH,
+  parseClearPendingKeyEvent,
+  parseKeyIssuingEvent,
+} from './event.js';
 export {
   createKeyIssuingJob,
   DEFAULT_LEASE_MS,
@@ -40,3 +53,4 @@ export type {
   SealedEncoding,
   UnscopedTokenSource,
 } from './ports.js';
+export { MAX_FORCED_REQUESTS } from './ports.js';

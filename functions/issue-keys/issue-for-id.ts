@@ -1,87 +1,39 @@
 /**
- * The key-issuing job (docs/operations.md) for one business application id, under a run lease on its job
- * record: skip when stored (as the record says, or the vault when the record
- * knows of no stored keys), keep one Idempotency-Key until the keys are stored,
- * seal the provider's answer into the record before storing it, and store a
- * sealed answer left by an earlier run without calling the provider again.
+ * The key-issuing job (docs/merchant-keys.md) for one business application id: skip when stored (as the
+ * record says, or the vault when the record knows of no stored keys), take the
+ * run lease on its job record, and do the work under it (leased-work.ts).
  */
-import { TokenVendingError } from '../../client/index.js';
-import type { Sealer } from '../core/ports.js';
-import { assertBusinessApplicationId, keyJobKey } from './business-application-id.js';
-import { type FailureCode, KeyIssuingError, KeysEndpointError } from './errors.js';
-import type { IssuedKeys } from './keys-endpoint.js';
-import { type KeysRequestConfig, type KeysRequestDeps, requestKeys } from './keys-request.js';
-import type { KeyJobRecord, KeyJobStore, KeyVault, SealedEncoding } from './ports.js';
+import { assertBusinessApplicationId } from './business-application-id.js';
+import {
+  causeName,
+  errorName,
+  failed,
+  failureCodeOf,
+  type IdOutcome,
+  skippedAsDone,
+} from './id-outcome.js';
+import type { KeysRequestConfig } from './keys-request.js';
+import { type IssueForIdDeps, LeasedWork } from './leased-work.js';
+import type { KeyJobRecord } from './ports.js';
+import { isDone, knowsNothingStored } from './record-rules.js';
 
-export interface IssueForIdDeps extends KeysRequestDeps {
-  readonly store: KeyJobStore;
-  readonly vault: KeyVault;
-  readonly sealer: Sealer;
-  /** Makes Idempotency-Keys (UUIDs). */
-  readonly uuid: () => string;
-  /** This run's lease owner id. */
-  readonly owner: string;
-  /** Run lease length. */
-  readonly leaseMs: number;
-}
-
-export type IdOutcome =
-  | { readonly kind: 'issued'; readonly recovered: boolean }
-  | { readonly kind: 'skipped' }
-  | { readonly kind: 'failed'; readonly code: FailureCode };
-
-const failed = (code: FailureCode): IdOutcome => ({ kind: 'failed', code });
-
-/** The failure code of anything thrown while working on an id. */
-export function failureCodeOf(error: unknown): FailureCode {
-  if (error instanceof KeyIssuingError && error.code !== 'key_issuing_failed') return error.code;
-  if (error instanceof TokenVendingError) return error.code;
-  return 'internal_error';
-}
-
-/** For logs: an error's class name (never its message, which could quote an answer). */
-const errorName = (error: unknown): string => (error instanceof Error ? error.name : typeof error);
-/** For logs: the class name of the error an adapter wrapped, if any. */
-const causeName = (error: unknown): string | undefined =>
-  error instanceof Error && error.cause instanceof Error ? error.cause.name : undefined;
-
-const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
-/** The sealer takes text: UTF-8 answers as they are, anything else as base64. */
-function sealable(body: Uint8Array): { text: string; encoding: SealedEncoding } {
-  try {
-    return { text: UTF8.decode(body), encoding: 'utf8' };
-  } catch {
-    return { text: Buffer.from(body).toString('base64'), encoding: 'base64' };
-  }
-}
-
-function unsealed(text: string, encoding: SealedEncoding): Uint8Array {
-  return Uint8Array.from(Buffer.from(text, encoding));
-}
-
-/** Keys count as stored once a set is in the vault and no newer answer waits to be stored. */
-const isStored = (record: KeyJobRecord | undefined): boolean => record?.state === 'stored';
+export type { IdOutcome } from './id-outcome.js';
+export type { IssueForIdDeps } from './leased-work.js';
 
 /**
- * The record neither knows of stored keys nor holds an issue in progress: there
- * is none, or only a refused one that never stored anything. Only the vault can
- * tell then whether keys are stored.
- */
-const knowsNothingStored = (record: KeyJobRecord | undefined): boolean =>
-  record === undefined || (record.state === 'rejected' && record.storedAt === undefined);
-
-/**
- * Processes one id. Per-id failures are returned, never thrown; `force` issues a new
- * key set even when one is stored (an unfinished issue is finished first, see docs/operations.md).
+ * Processes one id. Per-id failures are returned, never thrown. With `forceId`
+ * (a forced request's identity, see job.ts) a new key set is issued even when
+ * one is stored (an unfinished issue is finished first, see docs/merchant-keys.md), once per
+ * forced request: a retry of a request whose new set was stored skips the id.
  */
 export async function issueForId(
   deps: IssueForIdDeps,
   config: KeysRequestConfig,
   id: string,
-  force: boolean,
+  forceId: string | undefined,
 ): Promise<IdOutcome> {
   const log = { businessApplicationId: id };
+  const force = forceId !== undefined;
   try {
     assertBusinessApplicationId(id);
     deps.vault.locationOf(id); // refuses ids the vault cannot name, before anything is issued
@@ -95,7 +47,7 @@ export async function issueForId(
   } catch (error) {
     return failed(failureCodeOf(error));
   }
-  if (!force && isStored(before)) return { kind: 'skipped' };
+  if (isDone(before, forceId)) return skippedAsDone(deps.logger, id, forceId);
   if (!force && knowsNothingStored(before)) {
     // Keys may be stored all the same: a recreated table, or locally a restart
     // (the records were in memory, the key files are not), then maybe a refused
@@ -137,7 +89,7 @@ export async function issueForId(
 
   const work = new LeasedWork(deps, config, id, record);
   try {
-    return await work.run(force);
+    return await work.run(forceId);
   } catch (error) {
     // Anything not handled inside: the record keeps its Idempotency-Key and sealed copy.
     const code = failureCodeOf(error);
@@ -151,228 +103,5 @@ export async function issueForId(
     return failed(code);
   } finally {
     await work.releaseIfHeld();
-  }
-}
-
-/** The steps taken while this run holds the id's lease. */
-class LeasedWork {
-  readonly #deps: IssueForIdDeps;
-  readonly #config: KeysRequestConfig;
-  readonly #id: string;
-  readonly #record: KeyJobRecord;
-  #held = true;
-
-  constructor(deps: IssueForIdDeps, config: KeysRequestConfig, id: string, record: KeyJobRecord) {
-    this.#deps = deps;
-    this.#config = config;
-    this.#id = id;
-    this.#record = record;
-  }
-
-  get #log() {
-    return { businessApplicationId: this.#id };
-  }
-
-  #leaseUntil(nowMs: number): number {
-    return nowMs + this.#deps.leaseMs;
-  }
-
-  async run(force: boolean): Promise<IdOutcome> {
-    const record = this.#record;
-    const deps = this.#deps;
-    // Another run stored the keys between our read and the lease.
-    if (!force && isStored(record)) return { kind: 'skipped' };
-
-    if (record.state === 'received' && record.sealed && record.idempotencyKey) {
-      const body = await this.#unsealedAnswer(record.sealed, force);
-      if (body === 'unreadable') {
-        await this.fail('recovery_failed');
-        return failed('recovery_failed');
-      }
-      if (body !== 'replay') {
-        deps.logger.info('storing the sealed answer of an earlier run; provider not called', {
-          ...this.#log,
-          idempotencyKey: record.idempotencyKey,
-        });
-        return this.#store(body, record.idempotencyKey, record.responseStatus ?? 200, true);
-      }
-    }
-
-    let idempotencyKey = record.idempotencyKey;
-    if (idempotencyKey === undefined) {
-      idempotencyKey = deps.uuid();
-      const nowMs = deps.clock.now();
-      await deps.store.begin(this.#id, deps.owner, idempotencyKey, nowMs, this.#leaseUntil(nowMs));
-    } else {
-      deps.logger.info('reusing the Idempotency-Key of an unfinished issue', {
-        ...this.#log,
-        idempotencyKey,
-        attempts: record.attempts,
-      });
-    }
-
-    let issued: IssuedKeys;
-    try {
-      issued = await requestKeys(deps, this.#config, {
-        businessApplicationId: this.#id,
-        idempotencyKey,
-        beforeAttempt: async () => {
-          const nowMs = deps.clock.now();
-          await deps.store.recordAttempt(this.#id, deps.owner, nowMs, this.#leaseUntil(nowMs));
-        },
-      });
-    } catch (error) {
-      const code = failureCodeOf(error);
-      // A definitive refusal issued nothing: the next run may start with a new key. A stored
-      // key set stays the current one (a refused forced reissue).
-      const next =
-        error instanceof KeysEndpointError && error.definitive && record.state !== 'received'
-          ? record.storedAt === undefined
-            ? 'rejected'
-            : 'stored'
-          : undefined;
-      await this.fail(code, next);
-      return failed(code);
-    }
-
-    await this.#saveRecoveryCopy(issued);
-    return this.#store(issued.body, idempotencyKey, issued.status, false);
-  }
-
-  /** The sealed answer, 'replay' to call the provider again (force), or 'unreadable'. */
-  async #unsealedAnswer(
-    sealed: NonNullable<KeyJobRecord['sealed']>,
-    force: boolean,
-  ): Promise<Uint8Array | 'replay' | 'unreadable'> {
-    try {
-      const text = await this.#deps.sealer.unseal(sealed.blob, keyJobKey(this.#id));
-      return unsealed(text, sealed.encoding);
-    } catch (error) {
-      const name = errorName(error);
-      if (!force) {
-        this.#deps.logger.error(
-          'the sealed answer cannot be unsealed; kept, provider not called (force replays the request with the same Idempotency-Key)',
-          { ...this.#log, errorName: name },
-        );
-        return 'unreadable';
-      }
-      this.#deps.logger.warn(
-        'the sealed answer cannot be unsealed; force: replaying the request with the same Idempotency-Key',
-        { ...this.#log, errorName: name },
-      );
-      return 'replay';
-    }
-  }
-
-  /** Seals the answer into the record before storing it, so a crash or vault failure loses nothing. */
-  async #saveRecoveryCopy(issued: IssuedKeys): Promise<void> {
-    const deps = this.#deps;
-    try {
-      const { text, encoding } = sealable(issued.body);
-      const blob = await deps.sealer.seal(text, keyJobKey(this.#id));
-      const nowMs = deps.clock.now();
-      await deps.store.saveReceived(
-        this.#id,
-        deps.owner,
-        { blob, encoding, status: issued.status },
-        nowMs,
-        this.#leaseUntil(nowMs),
-      );
-    } catch (error) {
-      // Not fatal, not even a lost lease: the vault store follows (idempotent for this key);
-      // if that fails too, the kept Idempotency-Key lets the next run get the same answer
-      // replayed by the provider.
-      deps.logger.warn('could not keep a sealed copy of the issued keys; storing them directly', {
-        ...this.#log,
-        errorName: errorName(error),
-      });
-    }
-  }
-
-  async #store(
-    body: Uint8Array,
-    idempotencyKey: string,
-    status: number,
-    recovered: boolean,
-  ): Promise<IdOutcome> {
-    const deps = this.#deps;
-    let stored: { location: string; version: string };
-    try {
-      stored = await deps.vault.put(this.#id, body, idempotencyKey);
-    } catch (error) {
-      deps.count('KeyStoreFailures');
-      deps.logger.error('issued keys could not be stored; the next run stores them', {
-        ...this.#log,
-        code: failureCodeOf(error),
-        errorName: errorName(error),
-        causeName: causeName(error),
-      });
-      await this.fail('store_failed');
-      return failed('store_failed');
-    }
-    try {
-      await deps.store.markStored(
-        this.#id,
-        deps.owner,
-        { secretName: stored.location, secretVersion: stored.version, status },
-        deps.clock.now(),
-      );
-      this.#held = false;
-    } catch (error) {
-      const code = failureCodeOf(error);
-      deps.logger.error(
-        'keys stored, but the job record could not say so; the next run stores them again',
-        {
-          ...this.#log,
-          code,
-          secretName: stored.location,
-        },
-      );
-      return failed(code);
-    }
-    deps.logger.info('keys stored', {
-      ...this.#log,
-      secretName: stored.location,
-      secretVersion: stored.version,
-      status,
-      recovered,
-    });
-    return { kind: 'issued', recovered };
-  }
-
-  /** Records the failure and gives the lease up; a lost lease or a store outage is only logged. */
-  async fail(code: FailureCode, next?: 'stored' | 'rejected'): Promise<void> {
-    if (!this.#held || code === 'lease_lost') {
-      this.#held = false;
-      return;
-    }
-    try {
-      await this.#deps.store.recordFailure(
-        this.#id,
-        this.#deps.owner,
-        code,
-        this.#deps.clock.now(),
-        next,
-      );
-      this.#held = false;
-    } catch (error) {
-      if (failureCodeOf(error) === 'lease_lost') this.#held = false;
-      this.#deps.logger.warn('could not record the failure on the key job', {
-        ...this.#log,
-        code,
-        errorName: errorName(error),
-      });
-    }
-  }
-
-  async releaseIfHeld(): Promise<void> {
-    if (!this.#held) return;
-    this.#held = false;
-    await this.#deps.store.release(this.#id, this.#deps.owner).catch((error: unknown) => {
-      this.#deps.logger.warn('could not release the key job lease; it runs out by itself', {
-        ...this.#log,
-        errorName: errorName(error),
-      });
-    });
   }
 }

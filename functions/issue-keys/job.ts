@@ -8,8 +8,9 @@ import { randomUUID } from 'node:crypto';
 import { type Clock, systemClock } from '../core/clock.js';
 import type { Sealer } from '../core/ports.js';
 import type { CoreLogger } from '../core/token-service-types.js';
+import { type ClearPendingKeyResult, clearPendingKey } from './clear-pending-key.js';
 import { KeyIssuingFailedError, type KeyIssuingResult } from './errors.js';
-import { parseKeyIssuingEvent } from './event.js';
+import { parseClearPendingKeyEvent, parseKeyIssuingEvent } from './event.js';
 import { type IdOutcome, issueForId } from './issue-for-id.js';
 import type { KeysRequestConfig } from './keys-request.js';
 import type { KeyJobMetric, KeyJobStore, KeyVault, UnscopedTokenSource } from './ports.js';
@@ -53,6 +54,11 @@ export interface KeyIssuingRunOptions {
   readonly businessApplicationIds?: readonly string[];
   /** Issue a new key set even where one is stored. Default false. */
   readonly force?: boolean;
+  /**
+   * With `force`: the forced request's identity (see FORCED REQUESTS below).
+   * Default: this run's own id, so only this run counts as that request.
+   */
+  readonly forceId?: string;
   /** Epoch ms after which no further id is started (reported `not_attempted`). */
   readonly deadlineMs?: number;
 }
@@ -63,10 +69,47 @@ export interface KeyIssuingJob {
   /**
    * Validates an event (`{}`, `{"businessApplicationIds":[...],"force":true}`), runs it,
    * and throws a KeyIssuingFailedError (carrying the result) when any id failed.
+   * `requestId` (the Lambda request id) is a forced event's identity unless the
+   * event names one (`forceId`).
    * @throws InvalidKeyIssuingRequestError, KeyIssuingFailedError
    */
-  handle(event: unknown, options?: { deadlineMs?: number }): Promise<KeyIssuingResult>;
+  handle(
+    event: unknown,
+    options?: { deadlineMs?: number; requestId?: string },
+  ): Promise<KeyIssuingResult>;
+  /**
+   * Validates a `{"action":"clear-pending-key","businessApplicationId","reason"}`
+   * event and drops that key job's pending Idempotency-Key (clear-pending-key.ts).
+   * @throws InvalidKeyIssuingRequestError, PendingKeyNotClearedError, KeyJobStoreError
+   */
+  clearPendingKey(event: unknown): Promise<ClearPendingKeyResult>;
 }
+
+/*
+ * FORCED REQUESTS. A forced request issues a new key set for each of its ids at
+ * most once, whatever retries the platform adds. The request has an identity,
+ * its `forceId`; the job record keeps it with the Idempotency-Key taken for it
+ * (`forceId`), and once that key set is stored, in the record's `forcedBy`
+ * (the latest MAX_FORCED_REQUESTS). A forced run skips an id whose record
+ * lists its forceId: another run of the same request did the work.
+ *
+ * Which identity a forced run carries:
+ * - the event's `forceId`, when given: an operator who repeats an event with
+ *   the same forceId (say a change ticket) never reissues an id twice;
+ * - else the Lambda request id (`context.awsRequestId`). When Lambda retries an
+ *   asynchronous invocation after a function error or timeout (twice, by
+ *   default: https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html),
+ *   the retry carries the same request id: duplicate invocations with the same
+ *   request id that returned an error or timed out are Lambda's retries
+ *   (https://repost.aws/knowledge-center/lambda-function-duplicate-invocations).
+ *   The handler throws when any id failed, so the ids that succeeded would
+ *   otherwise be reissued by each retry;
+ * - the admin function invokes this one synchronously, a new request id each
+ *   time, so it passes its own request id as the forceId (the same on
+ *   Lambda's retries of an asynchronous admin invocation, and on the SDK's
+ *   resends of its Invoke);
+ * - `run` without a forceId (locally, `npm run admin`): the run's own id.
+ */
 
 export const DEFAULT_LEASE_MS = 60_000;
 
@@ -111,6 +154,7 @@ export function createKeyIssuingJob(
     const ids = [...new Set(options.businessApplicationIds ?? (await configured()))];
     const force = options.force ?? false;
     const owner = uuid();
+    const forceId = force ? (options.forceId ?? owner) : undefined;
     count('KeyIssuingRuns');
     const result: KeyIssuingResult = { issued: [], skipped: [], failed: [] };
     if (ids.length === 0) {
@@ -137,7 +181,7 @@ export function createKeyIssuingJob(
       if (options.deadlineMs !== undefined && started >= options.deadlineMs) {
         outcome = { kind: 'failed', code: 'not_attempted' };
       } else {
-        outcome = await issueForId(perId, requestConfig, id, force);
+        outcome = await issueForId(perId, requestConfig, id, forceId);
       }
       count(METRIC[outcome.kind]);
       if (outcome.kind === 'issued') {
@@ -163,6 +207,7 @@ export function createKeyIssuingJob(
     logger.info('key issuing run finished', {
       runId: owner,
       force,
+      ...(forceId === undefined ? {} : { forceId }),
       issued: result.issued,
       skipped: result.skipped,
       failed: result.failed,
@@ -170,13 +215,10 @@ export function createKeyIssuingJob(
     return result;
   }
 
-  async function handle(
-    event: unknown,
-    options: { deadlineMs?: number } = {},
-  ): Promise<KeyIssuingResult> {
-    let request: ReturnType<typeof parseKeyIssuingEvent>;
+  /** `parse(event)`, counting and logging an invalid event before it is thrown. */
+  function validated<T>(parse: (event: unknown) => T, event: unknown): T {
     try {
-      request = parseKeyIssuingEvent(event);
+      return parse(event);
     } catch (error) {
       count('InvalidEvents');
       logger.warn('invalid key-issuing event', {
@@ -184,10 +226,31 @@ export function createKeyIssuingJob(
       });
       throw error;
     }
-    const result = await run({ ...request, ...options });
+  }
+
+  async function handle(
+    event: unknown,
+    options: { deadlineMs?: number; requestId?: string } = {},
+  ): Promise<KeyIssuingResult> {
+    const request = validated(parseKeyIssuingEvent, event);
+    const { requestId, ...rest } = options;
+    const forceId = request.forceId ?? requestId;
+    const result = await run({
+      ...request,
+      ...rest,
+      ...(forceId === undefined ? {} : { forceId }),
+    });
     if (result.failed.length > 0) throw new KeyIssuingFailedError(result);
     return result;
   }
 
-  return { run, handle };
+  return {
+    run,
+    handle,
+    clearPendingKey: async (event) =>
+      clearPendingKey(
+        { store: deps.store, clock, logger },
+        validated(parseClearPendingKeyEvent, event),
+      ),
+  };
 }

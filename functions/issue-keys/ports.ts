@@ -24,6 +24,8 @@ export interface KeyJobRecord {
   readonly state: KeyJobState;
   /** The UUID sent as Idempotency-Key; kept until the keys are stored. */
   readonly idempotencyKey?: string;
+  /** The forced request the Idempotency-Key was taken for; absent for an unforced issue. */
+  readonly forceId?: string;
   /** Requests sent to the keys endpoint under the current Idempotency-Key. */
   readonly attempts: number;
   readonly leaseOwner?: string;
@@ -47,7 +49,16 @@ export interface KeyJobRecord {
   readonly storedAt?: number;
   /** How many key sets were stored for this id over time. */
   readonly issueCount: number;
+  /**
+   * The forced requests (their `forceId`s, oldest first, the latest
+   * MAX_FORCED_REQUESTS) whose new key set was stored for this id: a retry of
+   * one of them skips the id instead of issuing yet another set.
+   */
+  readonly forcedBy?: readonly string[];
 }
+
+/** How many forced requests a job record remembers (forcedBy). */
+export const MAX_FORCED_REQUESTS = 20;
 
 /** Job records in the token cache table. Any method may throw a KeyJobStoreError. */
 export interface KeyJobStore {
@@ -65,13 +76,14 @@ export interface KeyJobStore {
     untilMs: number,
   ): Promise<KeyJobRecord | undefined>;
   /** The following writes require `owner` to hold the lease, else throw LeaseLostError. */
-  /** Sets a fresh Idempotency-Key: state pending, attempts 0. */
+  /** Sets a fresh Idempotency-Key (for the forced request `forceId`, if given): state pending, attempts 0. */
   begin(
     id: string,
     owner: string,
     idempotencyKey: string,
     nowMs: number,
     untilMs: number,
+    forceId?: string,
   ): Promise<void>;
   /** Counts a request about to be sent and extends the lease. */
   recordAttempt(id: string, owner: string, nowMs: number, untilMs: number): Promise<void>;
@@ -83,16 +95,25 @@ export interface KeyJobStore {
     nowMs: number,
     untilMs: number,
   ): Promise<void>;
-  /** State stored; drops the Idempotency-Key, the sealed copy, the last error and the lease. */
+  /**
+   * State stored; drops the Idempotency-Key (and its forceId), the sealed copy, the last
+   * error and the lease. `forcedBy`, when given, replaces the record's list of forced requests.
+   */
   markStored(
     id: string,
     owner: string,
-    stored: { secretName: string; secretVersion: string; status: number },
+    stored: {
+      secretName: string;
+      secretVersion: string;
+      status: number;
+      forcedBy?: readonly string[];
+    },
     nowMs: number,
   ): Promise<void>;
   /**
    * Records the failure and gives the lease up. With `next`, the state becomes it and the
-   * Idempotency-Key is dropped (a definitive refusal; never while a sealed copy is held).
+   * Idempotency-Key (and its forceId) is dropped (a definitive refusal; never while a
+   * sealed copy is held).
    */
   recordFailure(
     id: string,
@@ -103,6 +124,17 @@ export interface KeyJobStore {
   ): Promise<void>;
   /** Gives the lease up if `owner` still holds it; never throws for a lost lease. */
   release(id: string, owner: string): Promise<void>;
+  /**
+   * An operator's clear-pending-key: drops `idempotencyKey` (and its forceId) and sets
+   * the state to `next`, only while the record holds that key, no sealed answer, and
+   * no lease that is live at `nowMs`. False (nothing written) otherwise.
+   */
+  clearPendingKey(
+    id: string,
+    idempotencyKey: string,
+    nowMs: number,
+    next: 'stored' | 'rejected',
+  ): Promise<boolean>;
   /** Every job record (operator status). */
   list(): Promise<KeyJobRecord[]>;
 }

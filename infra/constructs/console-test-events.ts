@@ -76,6 +76,12 @@ export function consoleTestEvents(config: StageConfig): {
 } {
   const scope = config.accessPolicy.scopes[0] ?? 'ba_123';
   const id = config.keyIssuing.businessApplicationIds[0] ?? scope;
+  // Edit the reason: it is logged as the operator's account of what the provider confirmed.
+  const clearPendingKey = {
+    action: 'clear-pending-key',
+    businessApplicationId: id,
+    reason: 'Provider confirmed nothing was issued under the pending key (ticket: EDIT ME)',
+  };
   return {
     admin: {
       status: { action: 'status' },
@@ -87,11 +93,13 @@ export function consoleTestEvents(config: StageConfig): {
       'issue-keys-configured': { action: 'issue-keys' },
       'issue-keys-one-id': { action: 'issue-keys', businessApplicationIds: [id] },
       'issue-keys-force': { action: 'issue-keys', businessApplicationIds: [id], force: true },
+      'clear-pending-key': clearPendingKey,
     },
     issueKeys: {
       'scheduled-run': {},
       'manual-run': { businessApplicationIds: [id] },
       'manual-run-force': { businessApplicationIds: [id], force: true },
+      'clear-pending-key': clearPendingKey,
     },
     refresh: {
       'scheduled-run': {},

@@ -6,12 +6,23 @@ import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { AdminError, parseAdminEvent } from '../../functions/admin/admin-event.js';
 import { SCOPE_PATTERN } from '../../functions/core/access-policy.js';
+import { BUSINESS_APPLICATION_ID_PATTERN } from '../../functions/issue-keys/business-application-id.js';
+import { MAX_REASON_LENGTH } from '../../functions/issue-keys/event.js';
 
 const RUNS = 10_000;
 
 const text = fc.string({ unit: 'binary', maxLength: 30 });
 const action = fc.oneof(
-  fc.constantFrom('status', 'invalidate', 'refresh', 'issue-keys', 'Status', '', '__proto__'),
+  fc.constantFrom(
+    'status',
+    'invalidate',
+    'refresh',
+    'issue-keys',
+    'clear-pending-key',
+    'Status',
+    '',
+    '__proto__',
+  ),
   text,
   fc.anything(),
 );
@@ -21,13 +32,25 @@ const scope = fc.oneof(
   text,
   fc.anything(),
 );
+const reason = fc.oneof(
+  fc.string({ maxLength: 40 }),
+  fc.string({ unit: 'binary', maxLength: 40 }),
+  fc.string({ minLength: MAX_REASON_LENGTH - 2, maxLength: MAX_REASON_LENGTH + 2 }),
+  fc.anything(),
+);
 const event = fc.oneof(
+  fc.record(
+    { action: fc.constant('clear-pending-key'), businessApplicationId: scope, reason },
+    { requiredKeys: ['action'] },
+  ),
   fc.record(
     {
       action,
       scope,
       all: fc.oneof(fc.constant(true), fc.anything()),
       businessApplicationIds: fc.anything(),
+      businessApplicationId: scope,
+      reason,
       force: fc.anything(),
       extra: fc.anything(),
     },
@@ -64,6 +87,20 @@ it(`parses ${RUNS} arbitrary admin events into a valid event or invalid_request`
         case 'issue-keys':
           expect(parsed.event).toBe(raw);
           break;
+        case 'clear-pending-key': {
+          const { businessApplicationId, reason } = parsed.request;
+          expect(Object.keys(raw as object).sort()).toEqual([
+            'action',
+            'businessApplicationId',
+            'reason',
+          ]);
+          expect(BUSINESS_APPLICATION_ID_PATTERN.test(businessApplicationId)).toBe(true);
+          expect(reason.length).toBeGreaterThan(0);
+          expect(reason.length).toBeLessThanOrEqual(MAX_REASON_LENGTH);
+          expect(reason).toBe(reason.trim());
+          expect(reason).not.toMatch(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u);
+          break;
+        }
         default:
           throw new Error(`unexpected action ${JSON.stringify(parsed)}`);
       }

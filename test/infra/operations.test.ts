@@ -12,7 +12,10 @@ import { parseAdminEvent } from '../../functions/admin/admin-event.js';
 import { AccessPolicy } from '../../functions/core/access-policy.js';
 import { systemClock } from '../../functions/core/clock.js';
 import { fixedPolicy } from '../../functions/core/policy-source.js';
-import { parseKeyIssuingEvent } from '../../functions/issue-keys/event.js';
+import {
+  parseClearPendingKeyEvent,
+  parseKeyIssuingEvent,
+} from '../../functions/issue-keys/event.js';
 import { createVendApp } from '../../functions/vend-token/app.js';
 import {
   TEST_EVENT_NAME,
@@ -606,7 +609,7 @@ describe('console test events', () => {
     const parsed = Object.values(events).map((event) => parseAdminEvent(event));
 
     expect(new Set(parsed.map((e) => e.action))).toEqual(
-      new Set(['status', 'invalidate', 'refresh', 'issue-keys']),
+      new Set(['status', 'invalidate', 'refresh', 'issue-keys', 'clear-pending-key']),
     );
     expect(events).toMatchObject({
       status: { action: 'status' },
@@ -618,12 +621,19 @@ describe('console test events', () => {
     });
   });
 
-  it('offers manual key-issuing runs that the job accepts', () => {
+  it('offers manual key-issuing runs and clear-pending-key, each an event the job accepts', () => {
     const events = testEventsOf(template, ISSUE_KEYS);
 
-    expect(Object.keys(events)).toEqual(['scheduled-run', 'manual-run', 'manual-run-force']);
-    for (const event of Object.values(events))
+    expect(Object.keys(events)).toEqual([
+      'scheduled-run',
+      'manual-run',
+      'manual-run-force',
+      'clear-pending-key',
+    ]);
+    const { 'clear-pending-key': clear, ...runs } = events;
+    for (const event of Object.values(runs))
       expect(() => parseKeyIssuingEvent(event)).not.toThrow();
+    expect(parseClearPendingKeyEvent(clear)).toMatchObject({ businessApplicationId: 'ba_123' });
     expect(parseKeyIssuingEvent(events['manual-run-force'])).toEqual({
       businessApplicationIds: ['ba_123'],
       force: true,

@@ -7,9 +7,11 @@ import type { StatusReport } from '../../functions/admin/status.js';
 import { UpstreamCredentialsRejectedError } from '../../functions/core/errors.js';
 import { fixedPolicy } from '../../functions/core/policy-source.js';
 import { KeyIssuingFailedError } from '../../functions/issue-keys/errors.js';
+import type { ClearPendingKeyRequest } from '../../functions/issue-keys/event.js';
 import { forceRefresh } from '../../functions/refresh/force-refresh.js';
 import type { VendRuntime } from '../../functions/vend-token/runtime.js';
 import { TestClock } from '../support/clock.js';
+import { capturingLogger } from '../support/key-job-harness.js';
 import { useSimulatorAndTable } from '../support/simulator-and-table.js';
 import {
   makeInstance,
@@ -39,6 +41,7 @@ function world(overrides: Partial<AdminDeps> = {}) {
     table: shared.table,
   });
   const issued: Array<Record<string, unknown>> = [];
+  const cleared: ClearPendingKeyRequest[] = [];
   const admin = createAdmin({
     store,
     jobs,
@@ -48,12 +51,21 @@ function world(overrides: Partial<AdminDeps> = {}) {
       return { issued: ['ba_demo_1'], skipped: [], failed: [] };
     },
     policy: fixedPolicy(TEST_POLICY),
+    clearPendingKey: async (request) => {
+      cleared.push(request);
+      return {
+        business_application_id: request.businessApplicationId,
+        cleared_idempotency_key: 'k1',
+        state: 'rejected',
+        note: 'n',
+      };
+    },
     inUseWindowSeconds: 3600,
     clock,
     logger: quietLogger(),
     ...overrides,
   });
-  return { clock, store, jobs, vendInstance, admin, issued };
+  return { clock, store, jobs, vendInstance, admin, issued, cleared };
 }
 
 describe('admin: status', () => {
@@ -276,6 +288,21 @@ describe('admin: issue-keys', () => {
     expect(w.issued).toEqual([event]);
   });
 
+  it("sends a forced event with the admin's request id as its forceId, so Lambda's retries of the admin reissue nothing twice", async () => {
+    const w = world();
+    const forced = { action: 'issue-keys', businessApplicationIds: ['ba_demo_1'], force: true };
+
+    await w.admin(forced, { requestId: 'admin-req-1' });
+    await w.admin({ ...forced, forceId: 'CHG-1' }, { requestId: 'admin-req-2' });
+    await w.admin({ action: 'issue-keys' }, { requestId: 'admin-req-3' });
+
+    expect(w.issued).toEqual([
+      { ...forced, forceId: 'admin-req-1' },
+      { ...forced, forceId: 'CHG-1' },
+      { action: 'issue-keys' },
+    ]);
+  });
+
   it('lets a failed job fail the call, with the failed ids and codes', async () => {
     const failure = new KeyIssuingFailedError({
       issued: [],
@@ -288,6 +315,76 @@ describe('admin: issue-keys', () => {
 
     expect(error).toBe(failure);
     expect((error as Error).message).toContain('ba_demo_1 (feature_not_enabled)');
+  });
+});
+
+describe('admin: clear-pending-key', () => {
+  it('hands the id and the trimmed reason to the issue-keys side, and logs both', async () => {
+    const logger = capturingLogger();
+    const w = world({ logger });
+
+    const result = await w.admin({
+      action: 'clear-pending-key',
+      businessApplicationId: 'ba_demo_1',
+      reason: '  Provider confirmed nothing issued (ticket 42)  ',
+    });
+
+    expect(result).toMatchObject({ business_application_id: 'ba_demo_1', state: 'rejected' });
+    expect(w.cleared).toEqual([
+      {
+        businessApplicationId: 'ba_demo_1',
+        reason: 'Provider confirmed nothing issued (ticket 42)',
+      },
+    ]);
+    expect(logger.entries()).toContainEqual(
+      expect.objectContaining({
+        extra: expect.objectContaining({
+          action: 'clear-pending-key',
+          businessApplicationId: 'ba_demo_1',
+          reason: 'Provider confirmed nothing issued (ticket 42)',
+        }),
+      }),
+    );
+  });
+
+  it.each([
+    ['no reason', { businessApplicationId: 'ba_demo_1' }, 'reason: required'],
+    ['an empty reason', { businessApplicationId: 'ba_demo_1', reason: '' }, 'must not be empty'],
+    ['a blank reason', { businessApplicationId: 'ba_demo_1', reason: ' \t ' }, 'must not be empty'],
+    [
+      'a reason over 500 characters',
+      { businessApplicationId: 'ba_demo_1', reason: 'x'.repeat(501) },
+      'at most 500 characters',
+    ],
+    [
+      'a reason with a line break',
+      { businessApplicationId: 'ba_demo_1', reason: 'ok\n{"level":"INFO"}' },
+      'no control characters',
+    ],
+    [
+      'a reason with a bidi override',
+      { businessApplicationId: 'ba_demo_1', reason: 'ok \u202e' },
+      'no control characters',
+    ],
+    ['no id', { reason: 'checked' }, 'businessApplicationId: required'],
+    ['a bad id', { businessApplicationId: '../x', reason: 'checked' }, 'businessApplicationId'],
+    [
+      'an extra field',
+      { businessApplicationId: 'ba_demo_1', reason: 'checked', force: true },
+      'unknown field: force',
+    ],
+  ])('refuses %s with invalid_request, forwarding nothing', async (_label, fields, problem) => {
+    const w = world();
+
+    const error = await w
+      .admin({ action: 'clear-pending-key', ...fields })
+      .catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(AdminError);
+    expect(error).toMatchObject({ code: 'invalid_request' });
+    expect((error as Error).message).toContain(problem);
+    expect((error as Error).message).not.toContain('../x');
+    expect(w.cleared).toEqual([]);
   });
 });
 
@@ -316,7 +413,7 @@ describe('admin: bad events', () => {
       expect(error).toBeInstanceOf(AdminError);
       expect(error).toMatchObject({ code: 'invalid_request' });
       const { message, stack } = error as Error;
-      for (const action of ['status', 'invalidate', 'refresh', 'issue-keys']) {
+      for (const action of ['status', 'invalidate', 'refresh', 'issue-keys', 'clear-pending-key']) {
         expect(message).toContain(`"action":"${action}"`);
       }
       expect(message).not.toContain('../x');

@@ -3,11 +3,13 @@
  * record keeps for the next run, and that a run fails only after every id.
  */
 import { describe, expect, it } from 'vitest';
+import { DynamoDbKeyJobStore } from '../../functions/adapters/dynamodb-key-job-store.js';
 import {
   InvalidKeyIssuingRequestError,
   KeyIssuingFailedError,
 } from '../../functions/issue-keys/errors.js';
 import { keyJobRecord, UNGRANTED, useSecretsManagerKeyJobs } from '../support/key-job-harness.js';
+import { lostReplyClient } from '../support/lost-reply-client.js';
 import { rejection } from '../support/rejection.js';
 
 const kj = useSecretsManagerKeyJobs('tvm-test');
@@ -38,6 +40,8 @@ describe('provider refusals', () => {
     });
     expect(refused.idempotency_key).toBeUndefined();
     expect(later.issued).toEqual(['ba_demo_1']);
+    // Attempts count under the new key only.
+    expect(await record('ba_demo_1')).toMatchObject({ attempts: { N: '1' } });
     const [first, second] = keysSent().map((r) => r.headers['idempotency-key']);
     expect(keysSent()).toHaveLength(2);
     expect(second).not.toBe(first);
@@ -83,6 +87,32 @@ describe('provider refusals', () => {
   });
 });
 
+describe('the job store', () => {
+  it('a DynamoDB failure as the issue starts: job_store_unavailable, recorded on the job, which is released', async () => {
+    // Prepare: the write that sets the Idempotency-Key never reaches DynamoDB.
+    const down = lostReplyClient({
+      losing: false,
+      unavailableFor: (input) =>
+        input.UpdateExpression?.includes('idempotency_key = :key') ?? false,
+    });
+    const job = kj.h.job({ store: new DynamoDbKeyJobStore(down.client, kj.h.table) });
+
+    // Act
+    const result = await job.run();
+    down.client.destroy();
+    const sentBefore = keysSent().length;
+    const after = await record('ba_demo_1');
+    const next = await kj.h.job().run();
+
+    // Assess
+    expect(result.failed).toEqual([{ id: 'ba_demo_1', code: 'job_store_unavailable' }]);
+    expect(sentBefore).toBe(0);
+    expect(after).toMatchObject({ last_error: { S: 'job_store_unavailable' } });
+    expect(after.lease_owner).toBeUndefined();
+    expect(next.issued).toEqual(['ba_demo_1']);
+  });
+});
+
 describe('retries', () => {
   it('429 / 5xx are retried with the same key, then left pending for the next run', async () => {
     // Prepare
@@ -105,6 +135,24 @@ describe('retries', () => {
     expect(next.issued).toEqual(['ba_demo_1']);
     // Backoff (500 ms, then 1000 ms, with jitter at its top) passed on the injected clock.
     expect(waited).toBeGreaterThanOrEqual(1500);
+  });
+
+  it('backs off base x 2^retry with full jitter: exactly the sleeps the random source asks for', async () => {
+    // Prepare: two 503s, then success; jitter fixed at 0.5 of each step
+    kj.h.sim.injectKeysFault({ kind: 'status', status: 503 }, 2);
+    const sleeps: number[] = [];
+    const sleep = kj.h.clock.sleep.bind(kj.h.clock);
+    kj.h.clock.sleep = async (ms: number) => {
+      sleeps.push(ms);
+      await sleep(ms);
+    };
+
+    // Act
+    const result = await kj.h.job({ random: () => 0.5 }, { backoffBaseMs: 400 }).run();
+
+    // Assess: 0.5 x 400 x 2^0, then 0.5 x 400 x 2^1
+    expect(result.issued).toEqual(['ba_demo_1']);
+    expect(sleeps).toEqual([200, 400]);
   });
 
   it('honours a short Retry-After and gives up this run on a long one', async () => {
@@ -243,6 +291,27 @@ describe('requests', () => {
       failed: [{ id: '../etc', code: 'invalid_request' }],
     });
     expect(keysSent()).toHaveLength(1);
+  });
+
+  it('an id is not started at its deadline either', async () => {
+    const job = kj.h.job();
+
+    const result = await job.run({ deadlineMs: kj.h.clock.now() });
+
+    expect(result.failed).toEqual([{ id: 'ba_demo_1', code: 'not_attempted' }]);
+    expect(kj.h.sent).toHaveLength(0);
+  });
+
+  it('an id named twice in one event is processed once', async () => {
+    const job = kj.h.job();
+
+    const result = await job.handle({ businessApplicationIds: ['ba_demo_1', 'ba_demo_1'] });
+
+    expect(result).toEqual({ issued: ['ba_demo_1'], skipped: [], failed: [] });
+    expect(keysSent()).toHaveLength(1);
+    expect(job.metrics.filter((m) => m.startsWith('Keys') && m !== 'KeysEndpointRequests')).toEqual(
+      ['KeysIssued'],
+    );
   });
 
   it('ids after the deadline are not started', async () => {

@@ -6,6 +6,7 @@
  * the ids a scheduled run covers) from a stand-in of AppConfig's data API,
  * mocks only for Secrets Manager and KMS.
  */
+
 import { DecryptCommand, GenerateDataKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { Context } from 'aws-lambda';
@@ -15,6 +16,7 @@ import { DynamoDbKeyJobStore } from '../../functions/adapters/dynamodb-key-job-s
 import type {
   InvalidKeyIssuingRequestError,
   KeyIssuingFailedError,
+  KeyIssuingResult,
 } from '../../functions/issue-keys/errors.js';
 import { type LocalFunctionUrl, startLocalFunctionUrl } from '../../local/function-url.js';
 import { type ProviderSimulator, startProviderSimulator } from '../../local/provider-simulator.js';
@@ -137,11 +139,46 @@ it('a Secrets Manager outage: the next invocation stores the KMS-sealed copy, no
   expect((first as KeyIssuingFailedError).result.failed).toEqual([
     { id: 'ba_demo_1', code: 'store_failed' },
   ]);
-  expect(second.issued).toEqual(['ba_demo_1']);
+  expect(second).toMatchObject({ issued: ['ba_demo_1'] });
   expect(sim.stats.keyRequests - before).toBe(1);
   expect(kms.commandCalls(DecryptCommand)[0]?.args[0].input.EncryptionContext).toEqual({
     pk: 'KEYS#ba_demo_1',
   });
+});
+
+it("Lambda's retries of a failed forced invocation (same request id) reissue each id once", async () => {
+  // Prepare: stored keys; an async invocation that fails for ba_missing, so Lambda retries it twice.
+  const { handler } = await import('../../functions/issue-keys/handler.js');
+  await handler({ businessApplicationIds: ['ba_demo_2'] }, context);
+  const event = { businessApplicationIds: ['ba_demo_2', 'ba_missing'], force: true };
+  const invocation = { ...context, awsRequestId: 'async-invocation-1' } as Context;
+  const before = sim.stats.keysIssued;
+
+  // Act
+  const results: unknown[] = [];
+  for (let i = 0; i < 3; i++) {
+    const error = await handler(event, invocation).catch((e: unknown) => e);
+    results.push((error as KeyIssuingFailedError).result);
+  }
+
+  // Assess
+  expect(sim.stats.keysIssued - before).toBe(1);
+  expect(results.map((r) => (r as { issued: string[] }).issued)).toEqual([['ba_demo_2'], [], []]);
+});
+
+it('takes clear-pending-key from the admin: refused with its code while nothing is pending', async () => {
+  // Prepare
+  const { handler } = await import('../../functions/issue-keys/handler.js');
+  const event = { action: 'clear-pending-key', businessApplicationId: 'ba_demo_1', reason: 'ok' };
+
+  // Act
+  const refused = await handler(event, context).catch((e: unknown) => e);
+  const invalid = await handler({ ...event, reason: '' }, context).catch((e: unknown) => e);
+
+  // Assess: the message starts with the code, which the admin's invoker reads.
+  expect(refused).toMatchObject({ name: 'PendingKeyNotClearedError', code: 'no_pending_key' });
+  expect((refused as Error).message).toMatch(/^no_pending_key: /);
+  expect(invalid).toMatchObject({ name: 'InvalidKeyIssuingRequestError', code: 'invalid_request' });
 });
 
 it('fails the invocation after all ids, naming each failed id and code', async () => {
@@ -189,7 +226,7 @@ it('takes an id onboarded in a new policy version on its next run, without a dep
     }),
   );
   const { handler } = await import('../../functions/issue-keys/handler.js');
-  const first = await handler({}, context);
+  const first = (await handler({}, context)) as KeyIssuingResult;
   appConfig.deploy(
     JSON.stringify({
       scopes: [],
@@ -201,7 +238,7 @@ it('takes an id onboarded in a new policy version on its next run, without a dep
   // Act: a later run (a new instance reads the new version at once)
   vi.resetModules();
   const next = await import('../../functions/issue-keys/handler.js');
-  const result = await next.handler({}, context);
+  const result = (await next.handler({}, context)) as KeyIssuingResult;
 
   // Assess: each run covers the ids of the version in force (issued now, or stored before)
   const covered = (r: typeof first) => [...r.issued, ...r.skipped].sort();

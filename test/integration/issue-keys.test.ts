@@ -7,8 +7,10 @@
 import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
 import { CreateSecretCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { describe, expect, it } from 'vitest';
+import { DynamoDbKeyJobStore } from '../../functions/adapters/dynamodb-key-job-store.js';
 import { KeyIssuingFailedError } from '../../functions/issue-keys/errors.js';
 import { keyJobRecord, useSecretsManagerKeyJobs } from '../support/key-job-harness.js';
+import { lostReplyClient } from '../support/lost-reply-client.js';
 import { rejection } from '../support/rejection.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -85,12 +87,14 @@ describe('issuing', () => {
     await kj.h.job().handle({});
 
     // Act
-    const result = await kj.h.job().handle({});
+    const job = kj.h.job();
+    const result = await job.handle({});
 
     // Assess
     expect(result).toEqual({ issued: [], skipped: ['ba_demo_1'], failed: [] });
     expect(keysSent()).toHaveLength(1);
     expect(kj.h.sim.stats.keysIssued).toBe(1);
+    expect(job.metrics).toEqual(['KeyIssuingRuns', 'KeysSkipped']);
   });
 
   it('skips an id whose keys are stored though its job record is gone, without calling the provider', async () => {
@@ -278,6 +282,26 @@ describe('never losing what the provider issued', () => {
     expect(done.sealed_response).toBeUndefined();
     expect(done.idempotency_key).toBeUndefined();
     expect(second.metrics).toEqual(['KeyIssuingRuns', 'KeysIssued', 'KeysRecovered']);
+  });
+
+  it('a run whose job-record writes all lose their reply once still issues once and says stored (lost-reply defect)', async () => {
+    // Prepare: each write reaches DynamoDB, its reply is lost, the SDK resends it.
+    const lossy = lostReplyClient();
+    const job = kj.h.job({ store: new DynamoDbKeyJobStore(lossy.client, kj.h.table) });
+
+    // Act
+    const result = await job.run();
+    lossy.client.destroy();
+
+    // Assess
+    expect(result).toEqual({ issued: ['ba_demo_1'], skipped: [], failed: [] });
+    expect(lossy.lost()).toBeGreaterThanOrEqual(5);
+    expect(keysSent()).toHaveLength(1);
+    expect(await record('ba_demo_1')).toMatchObject({
+      state: { S: 'stored' },
+      attempts: { N: '1' },
+      issue_count: { N: '1' },
+    });
   });
 
   it('two concurrent runs for one id make one provider call', async () => {

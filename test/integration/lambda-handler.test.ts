@@ -245,6 +245,14 @@ describe('admin Lambda handler', () => {
       { action: 'issue-keys', businessApplicationIds: ['ba_demo_1'] },
       context,
     );
+    await handler(
+      { action: 'issue-keys', businessApplicationIds: ['ba_demo_1'], force: true },
+      context,
+    );
+    await handler(
+      { action: 'clear-pending-key', businessApplicationId: 'ba_demo_1', reason: 'checked' },
+      context,
+    );
 
     expect(status).toMatchObject({ tokens: expect.any(Array), key_jobs: expect.any(Array) });
     expect(refreshed).toMatchObject({ status: 'refreshed' });
@@ -258,6 +266,25 @@ describe('admin Lambda handler', () => {
       {
         name: 'tv-issue-keys',
         payload: { action: 'issue-keys', businessApplicationIds: ['ba_demo_1'] },
+      },
+      // A forced run carries the admin's request id: Lambda's retries of this invocation share it.
+      {
+        name: 'tv-issue-keys',
+        payload: {
+          action: 'issue-keys',
+          businessApplicationIds: ['ba_demo_1'],
+          force: true,
+          forceId: context.awsRequestId,
+        },
+      },
+      // The admin role may not write KEYS# items: the issue-keys function clears the key.
+      {
+        name: 'tv-issue-keys',
+        payload: {
+          action: 'clear-pending-key',
+          businessApplicationId: 'ba_demo_1',
+          reason: 'checked',
+        },
       },
     ]);
   });

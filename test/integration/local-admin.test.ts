@@ -249,6 +249,46 @@ describe('npm run admin against npm start', () => {
     });
   });
 
+  it('clears a pending key the provider refused with a 409, with a reason; the next run issues', async () => {
+    // Prepare: the stack's simulator answers the keys endpoint 409 once: ba_demo_1 stays pending.
+    const injected = await fetch(`${info.providerUrl}/__simulator/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ endpoint: 'keys', fault: { kind: 'status', status: 409 } }),
+    });
+    expect(injected.ok).toBe(true);
+    const forced = '{"action":"issue-keys","businessApplicationIds":["ba_demo_1"],"force":true}';
+    const stuck = await admin(forced);
+    const clear = (reason: string) =>
+      admin(
+        JSON.stringify({ action: 'clear-pending-key', businessApplicationId: 'ba_demo_1', reason }),
+      );
+
+    // Act
+    const noReason = await clear(' ');
+    const cleared = await clear('provider: nothing issued');
+    const again = await clear('provider: nothing issued');
+    const reissued = await admin(forced);
+
+    // Assess
+    expect(stuck.stderr).toMatch(/^admin: key_issuing_failed: .*ba_demo_1 \(upstream_error\)$/m);
+    expect(noReason).toMatchObject({ code: 1, stdout: '' });
+    expect(noReason.stderr).toMatch(
+      /^admin: invalid_request: "clear-pending-key": reason: must not be empty/,
+    );
+    expect(cleared.code).toBe(0);
+    expect(JSON.parse(cleared.stdout)).toMatchObject({
+      business_application_id: 'ba_demo_1',
+      cleared_idempotency_key: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      state: 'stored',
+    });
+    expect(again).toMatchObject({ code: 1 });
+    expect(again.stderr).toMatch(/^admin: no_pending_key: /m);
+    expect(JSON.parse(reissued.stdout)).toEqual({ issued: ['ba_demo_1'], skipped: [], failed: [] });
+    const keys = JSON.parse(readFileSync(join(project, 'keys/basic-auth/ba_demo_1'), 'utf8'));
+    secrets.push(keys.key, keys.secret);
+  }, 60_000);
+
   it('refuses a malformed event with invalid_request and every valid event', async () => {
     const run = await admin('{"action":"refresh"}');
 

@@ -178,7 +178,8 @@ export interface KeyJobHarness {
 export async function startKeyJobHarness(
   vault: KeyIssuingJobDeps['vault'] | (() => KeyIssuingJobDeps['vault']),
 ): Promise<KeyJobHarness> {
-  const clock = new TestClock({ virtualSleep: true });
+  // Frozen but for advances and sleeps: whole-second assertions never straddle a real second.
+  const clock = new TestClock({ virtualSleep: true, frozenAt: Date.now() });
   const sim = await startProviderSimulator({ now: () => clock.now() });
   const ddb = dynamoClient();
   const table = await createTestTable(ddb);

@@ -124,6 +124,7 @@ describe('readKeysResponse', () => {
     [500, 'upstream_unavailable', true, false],
     [503, 'upstream_unavailable', true, false],
     [302, 'upstream_error', false, false],
+    [300, 'upstream_error', false, false],
   ] as const)(
     '%i is %s (retryable %s, definitive %s)',
     async (status, code, retryable, definitive) => {

@@ -34,6 +34,10 @@ describe('parseKeyIssuingEvent', () => {
       { action: 'issue-keys', businessApplicationIds: ['ba_1'], force: false },
       { businessApplicationIds: ['ba_1'], force: false },
     ],
+    [
+      { businessApplicationIds: ['ba_1'], force: true, forceId: 'CHG-1234' },
+      { businessApplicationIds: ['ba_1'], force: true, forceId: 'CHG-1234' },
+    ],
   ])('accepts %j', (event, expected) => {
     expect(parseKeyIssuingEvent(event)).toEqual(expected);
   });

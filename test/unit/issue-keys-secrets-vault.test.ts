@@ -169,6 +169,15 @@ describe('SecretsManagerKeyVault.has', () => {
     expect(await vault().has('ba_1')).toBe(false);
   });
 
+  it('says not stored for a secret holding only a version staged AWSPENDING (never made current)', async () => {
+    sm.on(DescribeSecretCommand).resolves({
+      Name: 'token-vending/prod/basic-auth/ba_1',
+      VersionIdsToStages: { v1: ['AWSPENDING'] },
+    });
+
+    expect(await vault().has('ba_1')).toBe(false);
+  });
+
   it('refuses a secret scheduled for deletion: keys issued now could not be stored', async () => {
     sm.on(DescribeSecretCommand).resolves({
       Name: 'x',
