@@ -77,6 +77,12 @@ function rows(results: BenchResults): Row[] {
       value: (r) => r.stampedeOne.dynamoCallsPerVend,
       format: fmtNum,
     },
+    {
+      workload: '',
+      metric: 'DynamoDB reads per waiter (polls)',
+      value: (r) => r.stampedeOne.pollsPerWaiter,
+      format: fmtNum,
+    },
     ...latencyRows('', (r) => r.stampedeOne.latency),
     {
       workload: `cold stampede: ${many.vends} requests, ${many.scopes} scopes at once`,
@@ -96,6 +102,12 @@ function rows(results: BenchResults): Row[] {
       value: (r) => r.stampedeMany.dynamoCallsPerVend,
       format: fmtNum,
     },
+    {
+      workload: '',
+      metric: 'DynamoDB reads per waiter (polls)',
+      value: (r) => r.stampedeMany.pollsPerWaiter,
+      format: fmtNum,
+    },
     ...latencyRows('', (r) => r.stampedeMany.latency),
     {
       workload: `24 h simulated: ${results.variants.ours.day.vends} vends, 20 scopes, 50 recycled instances`,
@@ -113,6 +125,12 @@ function rows(results: BenchResults): Row[] {
       workload: '',
       metric: "vends that waited on the provider after the scope's first mint",
       value: (r) => r.day.waitedAfterFirstMint,
+      format: fmtNum,
+    },
+    {
+      workload: '',
+      metric: 'vends served a token inside its refresh-ahead window',
+      value: (r) => r.day.servedInRefreshWindow,
       format: fmtNum,
     },
     {

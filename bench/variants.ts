@@ -117,6 +117,8 @@ export interface Variant {
   instance(): BenchInstance;
   /** DynamoDB calls sent by the vend instances so far. */
   vendDynamoCalls(): number;
+  /** Lease waits and the polls (GetItem) they made; only the product waits on a lease. */
+  readonly leaseWaits?: () => { readonly waits: number; readonly polls: number };
   /** One run of the scheduled refresh; only the product has one. */
   readonly scheduledRefresh?: () => Promise<void>;
   close(): void;
@@ -166,8 +168,14 @@ export function createVariant(options: VariantOptions): Variant {
       deadline: number,
     ) => requestToken({ fetch, clock, random: Math.random }, provider, creds, scope, deadline),
   });
+  const waits = { waits: 0, polls: 0 };
+  const count = (metric: string) => {
+    if (metric === 'LeaseWaits') waits.waits++;
+    if (metric === 'LeaseWaitPolls') waits.polls++;
+  };
   const runtime = (db: CountingClient = vendDb()) =>
     createVendRuntime({
+      count,
       store: new DynamoDbTokenStore(db.client, options.table),
       sealer,
       credentials: credentials(),
@@ -192,6 +200,7 @@ export function createVariant(options: VariantOptions): Variant {
       const store = new DynamoDbTokenStore(scheduleDb.client, options.table);
       return {
         ...base,
+        leaseWaits: () => ({ ...waits }),
         instance: () => {
           const rt = runtime();
           return { app: app(rt.tokens), forget: () => rt.tokens.forget() };

@@ -5,7 +5,7 @@
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { epochSeconds } from '../functions/core/clock.js';
 import { TestClock } from '../test/support/clock.js';
-import { REFRESH_INTERVAL_SECONDS, type VariantName } from './names.js';
+import { REFRESH_AHEAD_SECONDS, REFRESH_INTERVAL_SECONDS, type VariantName } from './names.js';
 import { type Summary, seededRandom, summarize } from './stats.js';
 import {
   type BenchInstance,
@@ -38,6 +38,8 @@ export interface RunResult {
   readonly latencyByServed: Record<string, Summary>;
   /** Vends served a token that was expired, short of min_ttl, or of another scope. */
   readonly badTokens: number;
+  /** GetItem polls per lease wait (the product only; a wait's first read is not counted). */
+  readonly pollsPerWaiter?: number;
 }
 
 export interface StampedeResult extends RunResult {
@@ -48,6 +50,11 @@ export interface StampedeResult extends RunResult {
 export interface DayResult extends RunResult {
   /** Vends that waited on the provider after their scope's first mint. */
   readonly waitedAfterFirstMint: number;
+  /**
+   * Vends, after their scope's first mint, served a token already inside its
+   * refresh-ahead window: the scheduled refresh let an in-use scope get there.
+   */
+  readonly servedInRefreshWindow: number;
   readonly instancesStarted: number;
 }
 
@@ -108,7 +115,13 @@ function summarizeRun(
       ]),
     ),
     badTokens,
+    ...pollsPerWaiter(variant),
   };
+}
+
+function pollsPerWaiter(variant: Variant): { pollsPerWaiter?: number } {
+  const waits = variant.leaseWaits?.();
+  return waits && waits.waits > 0 ? { pollsPerWaiter: waits.polls / waits.waits } : {};
 }
 
 /**
@@ -171,6 +184,7 @@ export async function simulatedDay(world: World, name: VariantName): Promise<Day
   const records: VendRecord[] = [];
   let bad = 0;
   let waitedAfterFirstMint = 0;
+  let servedInRefreshWindow = 0;
   try {
     for (let t = 0; t < DAY_SECONDS; t += DAY_STEP_SECONDS) {
       if (t % REFRESH_INTERVAL_SECONDS === 0) await variant.scheduledRefresh?.();
@@ -180,6 +194,10 @@ export async function simulatedDay(world: World, name: VariantName): Promise<Day
       const record = await timedVend(slots[index]!.instance, scope, MIN_TTL);
       records.push(record);
       if (isBad(record, scope, epochSeconds(clock))) bad++;
+      const left = (record.expiresAt ?? 0) - epochSeconds(clock);
+      if (minted.has(scope) && record.status === 200 && left <= REFRESH_AHEAD_SECONDS) {
+        servedInRefreshWindow++;
+      }
       if (WAITED_ON_PROVIDER.has(record.label)) {
         if (minted.has(scope)) waitedAfterFirstMint++;
         minted.add(scope);
@@ -189,6 +207,7 @@ export async function simulatedDay(world: World, name: VariantName): Promise<Day
     return {
       ...summarizeRun(world, variant, records, bad),
       waitedAfterFirstMint,
+      servedInRefreshWindow,
       instancesStarted: started,
     };
   } finally {

@@ -12,6 +12,18 @@ import { scanByPrefix } from './dynamodb-scan.js';
 
 type Item = Record<string, AttributeValue>;
 
+/**
+ * DynamoDB's answers to too many requests (after the SDK's own retries): the
+ * table works, it refuses the rate. Per partition, on-demand or provisioned, a
+ * table serves at most 3,000 read units a second ("Understanding DynamoDB warm
+ * throughput", AWS docs), so many waiters polling one item can meet it.
+ */
+const THROTTLING_ERRORS = new Set([
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+]);
+
 /** A lease-only item (no token yet) is kept at most a day. */
 const LEASE_ONLY_TTL_SECONDS = 86_400;
 
@@ -43,6 +55,7 @@ export function fromItem(item: Item): StoredItem {
   const scope = item.scope?.S;
   const providerCreatedAt = readNum(item.provider_created_at);
   const replacesRevoked = item.replaces_revoked?.BOOL === true;
+  const mintMs = readNum(item.mint_ms);
   const leaseOwner = item.lease_owner?.S;
   const leaseUntil = readNum(item.lease_until);
   const failedAt = readNum(item.failed_at);
@@ -68,6 +81,7 @@ export function fromItem(item: Item): StoredItem {
             ...(scope === undefined ? {} : { scope }),
             ...(providerCreatedAt === undefined ? {} : { providerCreatedAt }),
             ...(replacesRevoked ? { replacesRevoked } : {}),
+            ...(mintMs === undefined || !Number.isFinite(mintMs) ? {} : { mintMs }),
           },
         }
       : {}),
@@ -195,6 +209,11 @@ export class DynamoDbTokenStore implements TokenStore {
     if (token.replacesRevoked) set.push('replaces_revoked = :rr');
     else remove.push('replaces_revoked');
     if (token.replacesRevoked) values[':rr'] = { BOOL: true };
+    if (token.mintMs === undefined) remove.push('mint_ms');
+    else {
+      set.push('mint_ms = :mintms');
+      values[':mintms'] = num(Math.round(token.mintMs));
+    }
     if (token.providerCreatedAt === undefined) remove.push('provider_created_at');
     else {
       set.push('provider_created_at = :created');
@@ -288,7 +307,10 @@ export class DynamoDbTokenStore implements TokenStore {
       return await call();
     } catch (error) {
       const name = error instanceof Error ? error.name : 'UnknownError';
-      throw new StoreUnavailableError(`DynamoDB ${operation} failed (${name})`, { cause: error });
+      throw new StoreUnavailableError(`DynamoDB ${operation} failed (${name})`, {
+        cause: error,
+        throttled: THROTTLING_ERRORS.has(name),
+      });
     }
   }
 }

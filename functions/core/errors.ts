@@ -116,6 +116,16 @@ export class ConfigError extends Error {
 /** The shared cache (DynamoDB) failed; the core falls back to degraded mode. */
 export class StoreUnavailableError extends Error {
   override name = 'StoreUnavailableError';
+  /**
+   * DynamoDB refused the call for throughput (a hot item, or the table's
+   * limits), as opposed to being unreachable or failing: the store works.
+   */
+  readonly throttled: boolean;
+
+  constructor(message: string, options: ErrorOptions & { throttled?: boolean } = {}) {
+    super(message, options);
+    this.throttled = options.throttled ?? false;
+  }
 }
 
 /**

@@ -45,6 +45,11 @@ export interface Token {
    * reports cause at most one mint a minute per scope across all instances.
    */
   readonly replacesRevoked?: boolean;
+  /**
+   * How long the mint took, in milliseconds on the minter's own clock (a
+   * duration, so comparable across instances): waiters shape their polls by it.
+   */
+  readonly mintMs?: number;
 }
 
 /** A cache item as stored: the token sealed, the lease beside it. */
@@ -64,9 +69,9 @@ export interface StoredItem {
   /** The last failed refresh, so waiters stop waiting and callers back off. */
   readonly failure?: RefreshFailure;
   /**
-   * When some instance last vended this scope (epoch seconds), written at most
-   * once per scope per instance every few minutes; the scheduled refresh keeps
-   * scopes vended recently ("in use") fresh.
+   * When some instance marked this scope vended (epoch seconds): the first vend
+   * of each token writes it (use-marks.ts); the scheduled refresh keeps scopes
+   * whose current token was vended ("in use") fresh.
    */
   readonly lastUsedAt?: number;
 }

@@ -18,6 +18,7 @@ export type CoreMetric =
   | 'UpstreamRequests'
   | 'UpstreamErrors'
   | 'LeaseWaits'
+  | 'LeaseWaitPolls'
   | 'LeaseTakeovers'
   | 'Degraded'
   | 'UnsealFailures'
@@ -30,15 +31,18 @@ export interface TokenServiceConfig {
   readonly leaseMs?: number;
   /** Longest a caller waits for another instance's refresh. Default leaseMs + 3000. */
   readonly maxWaitMs?: number;
-  /** First poll delay while waiting; doubles up to pollMaxMs. Defaults 50 and 800. */
-  readonly pollInitialMs?: number;
+  /**
+   * How long a mint is expected to take before any was seen (poll-schedule.ts):
+   * waiters then use the duration the minter stored, or this instance's last
+   * mint. Default 100.
+   */
+  readonly expectedMintMs?: number;
+  /** The longest delay between two polls of a waiter's back-off. Default 800. */
   readonly pollMaxMs?: number;
   /** After a failed refresh, no new attempt for this long. Default 5000. */
   readonly failureBackoffMs?: number;
   /** L1 entry lifetime in seconds. Default 60. */
   readonly l1MaxAgeSeconds?: number;
-  /** An instance marks a scope in use at most this often, in seconds. Default 180. */
-  readonly useMarkIntervalSeconds?: number;
 }
 
 export interface TokenServiceDeps {

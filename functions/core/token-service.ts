@@ -12,7 +12,14 @@ import { ItemReader } from './item-reader.js';
 import { LeaseWatch, MAX_CLOCK_SKEW_MS } from './lease-watch.js';
 import { MemoryTokenCache, SingleFlight } from './memory-cache.js';
 import { mintToken } from './mint-token.js';
-import type { LeaseHolder, ProviderCredentials, RefreshFailure, Token } from './ports.js';
+import { PollSchedule } from './poll-schedule.js';
+import type {
+  LeaseHolder,
+  ProviderCredentials,
+  RefreshFailure,
+  StoredItem,
+  Token,
+} from './ports.js';
 import {
   afterRecordedFailure,
   FailureBackoff,
@@ -50,6 +57,9 @@ export type {
  */
 const MAX_FLIGHT_JOINS = 3;
 
+/** A mint's expected duration before this instance or the table knows one. */
+export const DEFAULT_EXPECTED_MINT_MS = 100;
+
 /**
  * What a lookup found: the result for whoever shares it, and, when this
  * lookup won the lease while a servable token existed, the refresh under way
@@ -73,8 +83,10 @@ export class TokenService {
   readonly #refreshAhead: number;
   readonly #leaseMs: number;
   readonly #maxWaitMs: number;
-  readonly #pollInitialMs: number;
+  readonly #expectedMintMs: number;
   readonly #pollMaxMs: number;
+  /** How long this instance's last mint took (ms), for waiters without a stored figure. */
+  #lastMintMs: number | undefined;
   readonly #failureBackoffMs: number;
   readonly #backoff: FailureBackoff;
   readonly #degraded: DegradedMode;
@@ -87,7 +99,7 @@ export class TokenService {
     this.#refreshAhead = config.refreshAheadSeconds ?? 900;
     this.#leaseMs = config.leaseMs ?? 10_000;
     this.#maxWaitMs = config.maxWaitMs ?? this.#leaseMs + 3000;
-    this.#pollInitialMs = config.pollInitialMs ?? 50;
+    this.#expectedMintMs = config.expectedMintMs ?? DEFAULT_EXPECTED_MINT_MS;
     this.#pollMaxMs = config.pollMaxMs ?? 800;
     this.#failureBackoffMs = config.failureBackoffMs ?? 5000;
     this.#backoff = new FailureBackoff(this.#failureBackoffMs);
@@ -96,7 +108,7 @@ export class TokenService {
       leaseMs: this.#leaseMs,
       failureBackoffMs: this.#failureBackoffMs,
     });
-    this.#useMarks = new UseMarks(deps.store, deps.logger, config.useMarkIntervalSeconds);
+    this.#useMarks = new UseMarks(deps.store, deps.logger);
   }
 
   /**
@@ -255,8 +267,16 @@ export class TokenService {
     // Another caller refreshes: everyone else keeps receiving the current token.
     if (current) return current;
     const watch = new LeaseWatch(item, readAtMs, this.#leaseMs);
+    const schedule = new PollSchedule({
+      expectedMintMs: item?.token?.mintMs ?? this.#lastMintMs ?? this.#expectedMintMs,
+      maxDelayMs: this.#pollMaxMs,
+      random: this.#deps.random,
+    });
     return {
-      result: await this.#waitForRefresh(key, scope, minTtl, view.credentials, revoked, watch),
+      result: await this.#waitForRefresh(key, scope, minTtl, view.credentials, revoked, {
+        watch,
+        schedule,
+      }),
     };
   }
 
@@ -285,12 +305,12 @@ export class TokenService {
     const flags = options.flags ?? {};
     let token: Token;
     try {
-      const minted = await this.#mint(
-        scope,
-        credentials,
-        this.#deps.clock.now() + this.#leaseMs - 500,
-      );
-      token = options.replacesRevoked ? { ...minted, replacesRevoked: true } : minted;
+      const startedMs = this.#deps.clock.now();
+      const minted = await this.#mint(scope, credentials, startedMs + this.#leaseMs - 500);
+      // A duration on this instance's own clock: waiters shape their polls by it.
+      const mintMs = Math.max(0, this.#deps.clock.now() - startedMs);
+      this.#lastMintMs = mintMs;
+      token = { ...minted, mintMs, ...(options.replacesRevoked ? { replacesRevoked: true } : {}) };
     } catch (error) {
       await this.#release(key, failureOf(error, this.#deps.clock.now()));
       if (servable && isServable(servable, minTtl, this.#now())) {
@@ -330,12 +350,17 @@ export class TokenService {
   }
 
   /**
-   * Polls while another instance refreshes. Each poll goes through the same
-   * view (version check included) as a first read, so a waiter never serves a
-   * token short of min_ttl or of an older version, and never takes over the
-   * lease to overwrite a token of a version it has not verified as older.
-   * Whether the holder died or gave up is judged by this instance's clock
-   * alone (`watch`), so skewed clocks cost no extra mint.
+   * Polls while another instance refreshes, on a schedule shaped by how long a
+   * mint takes (poll-schedule.ts), so a waiter finds the new token within one
+   * short interval of its store and its reads stay bounded. Each poll goes
+   * through the same view (version check included) as a first read, so a
+   * waiter never serves a token short of min_ttl or of an older version, and
+   * never takes over the lease to overwrite a token of a version it has not
+   * verified as older. Whether the holder died or gave up is judged by this
+   * instance's clock alone (`watch`), so skewed clocks cost no extra mint. A
+   * poll DynamoDB throttles (many waiters on one item: a partition serves
+   * 3,000 reads a second) is a "not yet", never an outage: degrading would
+   * make every waiter mint.
    */
   async #waitForRefresh(
     key: string,
@@ -343,19 +368,25 @@ export class TokenService {
     minTtl: number,
     credentials: ProviderCredentials,
     revoked: string | undefined,
-    watch: LeaseWatch,
+    { watch, schedule }: { watch: LeaseWatch; schedule: PollSchedule },
   ): Promise<VendResult> {
     const { clock } = this.#deps;
     const deadline = clock.now() + this.#maxWaitMs;
-    let delay = this.#pollInitialMs;
     this.#deps.count?.('LeaseWaits');
     while (clock.now() < deadline) {
-      await clock.sleep(
-        Math.min(delay + Math.floor(this.#deps.random() * delay), deadline - clock.now()),
-      );
-      delay = Math.min(delay * 2, this.#pollMaxMs);
-      const item = await this.#deps.store.get(key);
+      await clock.sleep(Math.min(schedule.next(), deadline - clock.now()));
+      this.#deps.count?.('LeaseWaitPolls');
+      const sentAtMs = clock.now();
+      let item: StoredItem | undefined;
+      try {
+        item = await this.#deps.store.get(key);
+      } catch (error) {
+        if (!(error instanceof StoreUnavailableError && error.throttled)) throw error;
+        schedule.slowDown();
+        continue;
+      }
       const readAtMs = clock.now();
+      schedule.answeredIn(readAtMs - sentAtMs);
       const view = await this.#items.view(item, credentials);
       const servable =
         view.token &&

@@ -2,34 +2,25 @@ import { describe } from './describe-error.js';
 import type { StoredItem, TokenStore } from './ports.js';
 import type { CoreLogger } from './token-service-types.js';
 
-/** Default: an instance marks a scope in use at most every 3 minutes. */
-export const USE_MARK_INTERVAL_SECONDS = 180;
-
 /**
  * Marks scopes in use in the table (`last_used_at`), so the scheduled refresh
- * keeps in-use scopes fresh (refresh/in-use.ts). The refresh reads a mark two
- * ways: recent (within its window), or no older than the stored token
- * ("vended since this token was minted", for callers that come back only once
- * per token). So a vend marks when the last mark this instance made or read is
- * older than the interval, or older than the token it serves; otherwise it
- * writes nothing. A mark another instance made counts once read, so sparse
- * traffic spread over many instances does not add a write to nearly every vend.
+ * keeps in-use scopes fresh (refresh/in-use.ts). The refresh counts a scope as
+ * in use when its current token has been vended at all since it was minted
+ * (a mark no older than the token), which is what a mark must record: one
+ * write per token, by the first vend that finds no mark covering it. A mark
+ * another instance made counts once read with the item, so sparse traffic
+ * spread over many instances writes about once per token, not once per vend
+ * or per instance (a mark per interval cost about half a write per vend).
  */
 export class UseMarks {
   readonly #store: Pick<TokenStore, 'markUsed'>;
   readonly #logger: CoreLogger;
-  readonly #interval: number;
   /** Per item key: the latest mark this instance made or read (epoch seconds). */
   readonly #marked = new Map<string, number>();
 
-  constructor(
-    store: Pick<TokenStore, 'markUsed'>,
-    logger: CoreLogger,
-    intervalSeconds = USE_MARK_INTERVAL_SECONDS,
-  ) {
+  constructor(store: Pick<TokenStore, 'markUsed'>, logger: CoreLogger) {
     this.#store = store;
     this.#logger = logger;
-    this.#interval = intervalSeconds;
   }
 
   /** Takes note of the mark on an item just read; a read never moves a mark back. */
@@ -42,13 +33,14 @@ export class UseMarks {
 
   /**
    * Marks `key` used by a vend at `now` of a token issued at `issuedAt`,
-   * unless a mark made or read here already covers it. The mark is dated no
-   * earlier than `issuedAt`: the vend came after the mint, whatever this
-   * instance's clock says. A failure only loses one mark.
+   * unless a mark made or read here already covers that token. The mark is
+   * dated no earlier than `issuedAt`: the vend came after the mint, whatever
+   * this instance's clock says. A failure loses this instance's mark of this
+   * token only: the next instance that reads the item without it writes it.
    */
   async note(key: string, now: number, issuedAt: number): Promise<void> {
     const last = this.#marked.get(key);
-    if (last !== undefined && last >= issuedAt && now - last < this.#interval) return;
+    if (last !== undefined && last >= issuedAt) return;
     const mark = Math.max(now, issuedAt);
     this.#marked.set(key, mark);
     try {

@@ -313,6 +313,7 @@ export class Observability extends Construct {
     this.dashboard.addWidgets(
       graph('Cache: lease waits, degraded, unusable items', [
         metric('LeaseWaits', 'vend-token', { label: 'lease waits' }),
+        metric('LeaseWaitPolls', 'vend-token', { label: 'lease wait polls (reads)' }),
         metric('LeaseTakeovers', 'vend-token', { label: 'lease takeovers' }),
         metric('Degraded', 'vend-token', { label: 'degraded (vend)' }),
         metric('Degraded', 'refresh', { label: 'degraded (refresh)' }),

@@ -78,3 +78,46 @@ it('DynamoDB store: a watched lease whose lease_owner is not a string (a hand ed
   expect(item?.leaseOwner).toBeUndefined();
   expect(taken).toBe(true);
 });
+
+describe.each(stores)('%s store: the mint duration travels with the token', (_name, makeStore) => {
+  it('stores mintMs with the token and reads it back, so waiters on any instance see it', async () => {
+    // Prepare
+    const store = makeStore();
+    await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000);
+    const token = {
+      tokenType: 'Bearer' as const,
+      scope: 'ba_demo_1',
+      issuedAt: 1_800_000_000,
+      expiresAt: 1_800_007_200,
+      credentialsVersion: 'v1',
+      sealed: new Uint8Array([1, 2, 3]),
+      mintMs: 137,
+    };
+
+    // Act
+    await store.putToken(PK, token, 'a');
+
+    // Assess
+    expect((await store.get(PK))?.token?.mintMs).toBe(137);
+  });
+});
+
+it('DynamoDB store: a throttled call is told apart from an unreachable table', async () => {
+  // DynamoDB Local never throttles: a client that answers as DynamoDB does under a hot key.
+  const refuse = (name: string) => ({
+    send: async () => {
+      throw Object.assign(new Error('refused'), { name });
+    },
+  });
+  const throttledStore = new DynamoDbTokenStore(
+    refuse('ProvisionedThroughputExceededException') as never,
+    shared.table,
+  );
+  const downStore = new DynamoDbTokenStore(refuse('TimeoutError') as never, shared.table);
+
+  const throttled = await throttledStore.get(PK).catch((error: unknown) => error);
+  const down = await downStore.get(PK).catch((error: unknown) => error);
+
+  expect(throttled).toMatchObject({ name: 'StoreUnavailableError', throttled: true });
+  expect(down).toMatchObject({ name: 'StoreUnavailableError', throttled: false });
+});

@@ -30,6 +30,8 @@ function run(mints: number, overrides: Partial<VariantResults['day']> = {}) {
     scopes: 1,
     requestsPerScope: 500,
     waitedAfterFirstMint: 0,
+    servedInRefreshWindow: 0,
+    pollsPerWaiter: 3,
     instancesStarted: 50,
     ...overrides,
   };

@@ -1,0 +1,99 @@
+/**
+ * When a caller polls the table while another instance mints (the lease
+ * waiters of token-service.ts). Shaped by how long a mint takes: the minter
+ * stores its mint's duration with the token (`mint_ms`, a duration on its own
+ * clock, so no two clocks are compared), and a waiter expects the new token
+ * about that long after the lease was taken.
+ *
+ * - The first poll comes at 60 % of the expected mint: a waiter starts waiting
+ *   only after the lease was taken, so the token usually lands within one mint.
+ * - Then short polls, every fifth of a mint (at least 10 ms), until two mints'
+ *   time has passed: the token is found within one short interval of its store.
+ * - Then a back-off, doubling up to `maxDelayMs`, for a mint that is slow,
+ *   retrying, or whose holder died (the lease runs out and a waiter takes over).
+ *
+ * Every delay is jittered by ±25 %, so waiters spread their reads. The number
+ * of reads is bounded whatever happens: `maxPolls(waitMs)`.
+ */
+export interface PollScheduleOptions {
+  /** How long a mint is expected to take, milliseconds. */
+  readonly expectedMintMs: number;
+  /** The longest delay between two polls in the back-off. */
+  readonly maxDelayMs: number;
+  /** 0 <= random() < 1. */
+  readonly random: () => number;
+}
+
+/** Below this a fast poll only adds reads: a GetItem takes a few milliseconds itself. */
+export const MIN_POLL_STEP_MS = 10;
+/** Expected mint durations are clamped to this range (a stored value may be odd). */
+export const EXPECTED_MINT_RANGE_MS = { min: 20, max: 5000 } as const;
+
+const FIRST_POLL_SHARE = 0.6;
+/** The least delay after a poll, in multiples of how long that poll took. */
+const READS_PACE = 2;
+const STEPS_PER_MINT = 5;
+const FAST_PHASE_MINTS = 2;
+
+export class PollSchedule {
+  readonly #expected: number;
+  readonly #step: number;
+  readonly #maxDelay: number;
+  readonly #random: () => number;
+  /** Nominal (unjittered) time since the wait began, where the next delay ends. */
+  #elapsed = 0;
+  #backoff: number | undefined;
+  #lastReadMs = 0;
+
+  constructor(options: PollScheduleOptions) {
+    this.#expected = Math.min(
+      EXPECTED_MINT_RANGE_MS.max,
+      Math.max(EXPECTED_MINT_RANGE_MS.min, options.expectedMintMs),
+    );
+    this.#step = Math.max(MIN_POLL_STEP_MS, this.#expected / STEPS_PER_MINT);
+    this.#maxDelay = Math.max(this.#step, options.maxDelayMs);
+    this.#random = options.random;
+  }
+
+  /** The delay before the next poll, milliseconds. */
+  next(): number {
+    const nominal = this.#nominal();
+    this.#elapsed += nominal;
+    const paced = Math.max(nominal, READS_PACE * this.#lastReadMs);
+    return Math.max(1, Math.round(paced * (0.75 + 0.5 * this.#random())));
+  }
+
+  /**
+   * How long the last poll took to answer. A waiter spends at most a third of
+   * its time in reads: when many waiters load the table and reads slow down,
+   * each polls less often, so the total rate settles at what the table serves
+   * and the minter's own write is not queued behind them.
+   */
+  answeredIn(ms: number): void {
+    this.#lastReadMs = Math.max(0, ms);
+  }
+
+  /** A poll that was refused (throttled): the next ones come at least twice as far apart. */
+  slowDown(): void {
+    this.#backoff = Math.min(this.#maxDelay, 2 * (this.#backoff ?? this.#step));
+    this.#elapsed = Math.max(this.#elapsed, FAST_PHASE_MINTS * this.#expected);
+  }
+
+  #nominal(): number {
+    if (this.#elapsed === 0) return FIRST_POLL_SHARE * this.#expected;
+    if (this.#elapsed < FAST_PHASE_MINTS * this.#expected) return this.#step;
+    this.#backoff = Math.min(this.#maxDelay, 2 * (this.#backoff ?? this.#step));
+    return this.#backoff;
+  }
+}
+
+/**
+ * The most polls a waiter makes in `waitMs` (jitter at its shortest): the
+ * ceiling on DynamoDB reads per waiter.
+ */
+export function maxPolls(options: Omit<PollScheduleOptions, 'random'>, waitMs: number): number {
+  const schedule = new PollSchedule({ ...options, random: () => 0 });
+  let polls = 0;
+  for (let at = schedule.next(); at <= waitMs; at += schedule.next()) polls++;
+  return polls;
+}

@@ -1,0 +1,151 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import { StoreUnavailableError } from '../../functions/core/errors.js';
+import type { StoredItem } from '../../functions/core/ports.js';
+import { setup } from '../support/token-service-fixture.js';
+
+/**
+ * Callers on other instances wait while one instance mints (the lease). These
+ * tests run on a virtual clock: `landsAt` stores the holder's token once the
+ * clock reaches it, and each waiter read is counted.
+ */
+describe('lease waiters', () => {
+  let t: ReturnType<typeof setup>;
+  let t0: number;
+  let reads: number;
+
+  beforeEach(() => {
+    t = setup();
+    t0 = t.clock.now();
+    reads = 0;
+  });
+
+  /** b holds the lease on ba_1 from t0; its token lands `afterMs` later. */
+  async function holderStoresAfter(afterMs: number, item: Partial<StoredItem> = {}) {
+    if (item.token) t.store.items.set('TOKEN#ba_1', { pk: 'TOKEN#ba_1', revision: null, ...item });
+    await t.store.tryAcquireLease('TOKEN#ba_1', 'b', t0, t0 + 10_000);
+    const get = t.store.get.bind(t.store);
+    let landed = false;
+    t.store.get = async (pk) => {
+      reads++;
+      if (!landed && t.clock.now() >= t0 + afterMs) {
+        landed = true;
+        const now = Math.floor(t.clock.now() / 1000);
+        const sealed = await t.sealer.seal('tok-from-b', 'TOKEN#ba_1');
+        await t.store.putToken(
+          'TOKEN#ba_1',
+          {
+            tokenType: 'Bearer',
+            scope: 'ba_1',
+            issuedAt: now,
+            expiresAt: now + 7200,
+            credentialsVersion: 'v1',
+            sealed,
+          },
+          'b',
+        );
+      }
+      return get(pk);
+    };
+  }
+
+  it('find the new token within one short poll of its store, with a handful of reads', async () => {
+    await holderStoresAfter(100);
+
+    const result = await t.a.getToken('ba_1', 300);
+
+    expect(result.token.accessToken).toBe('tok-from-b');
+    expect(result.outcome).toMatchObject({ tier: 'l2', waited: true });
+    expect(t.clock.now() - t0).toBeGreaterThanOrEqual(100);
+    expect(t.clock.now() - t0).toBeLessThanOrEqual(100 + 20); // one short poll: a fifth of a mint
+    expect(reads).toBeLessThanOrEqual(1 + 4); // the first read, then the polls
+    expect(t.provider.state.mints).toBe(0);
+  });
+
+  it('shape their polls by the mint duration stored with the last token', async () => {
+    // The item holds an expired token whose mint took 2 s, and b's lease
+    const expired = Math.floor(t0 / 1000) - 10;
+    await holderStoresAfter(2000, {
+      token: {
+        tokenType: 'Bearer',
+        scope: 'ba_1',
+        issuedAt: expired - 7200,
+        expiresAt: expired,
+        credentialsVersion: 'v1',
+        sealed: await t.sealer.seal('old', 'TOKEN#ba_1'),
+        mintMs: 2000,
+      },
+    });
+
+    const result = await t.a.getToken('ba_1', 300);
+
+    expect(result.token.accessToken).toBe('tok-from-b');
+    expect(t.clock.now() - t0).toBeLessThanOrEqual(2000 + 400);
+    expect(reads).toBeLessThanOrEqual(1 + 3); // polls at 1.2, 1.6 and 2.0 s
+  });
+
+  it("shape their polls by this instance's own last mint when the table knows none", async () => {
+    // a minted ba_2 with a provider that took 2 s
+    const mint = t.provider.mint;
+    const slow = t.instance('a-slow', t.credentials, async (...args) => {
+      await t.clock.sleep(2000);
+      return mint(...args);
+    });
+    await slow.getToken('ba_2', 300);
+    t0 = t.clock.now();
+    await holderStoresAfter(2000);
+
+    await slow.getToken('ba_1', 300);
+
+    expect(t.clock.now() - t0).toBeLessThanOrEqual(2000 + 400);
+    expect(reads).toBeLessThanOrEqual(1 + 3);
+  });
+
+  it('make a bounded number of reads when the holder died, then one of them takes over: one mint', async () => {
+    await holderStoresAfter(Number.POSITIVE_INFINITY);
+
+    const result = await t.a.getToken('ba_1', 300);
+
+    expect(result.token.accessToken).toBe('tok-1');
+    expect(result.outcome).toMatchObject({ tier: 'provider', waited: true });
+    expect(t.provider.state.mints).toBe(1);
+    expect(reads).toBeLessThanOrEqual(1 + 32);
+  });
+
+  it('take a throttled poll (many waiters on one item) as "not yet", never as an outage that makes each of them mint', async () => {
+    await holderStoresAfter(300);
+    const get = t.store.get.bind(t.store);
+    let throttled = 0;
+    t.store.get = async (pk) => {
+      if (reads >= 1 && throttled < 3) {
+        throttled++;
+        reads++;
+        throw new StoreUnavailableError(
+          'DynamoDB GetItem failed (ProvisionedThroughputExceededException)',
+          { throttled: true },
+        );
+      }
+      return get(pk);
+    };
+
+    const result = await t.a.getToken('ba_1', 300);
+
+    expect(throttled).toBe(3);
+    expect(result.token.accessToken).toBe('tok-from-b');
+    expect(result.outcome.degraded).toBe(false);
+    expect(t.provider.state.mints).toBe(0);
+  });
+
+  it('still serve degraded when a poll finds DynamoDB failing, as any read does', async () => {
+    await holderStoresAfter(300);
+    const get = t.store.get.bind(t.store);
+    t.store.get = async (pk) => {
+      if (reads >= 1) throw new StoreUnavailableError('DynamoDB GetItem failed (TimeoutError)');
+      return get(pk);
+    };
+
+    const result = await t.a.getToken('ba_1', 300);
+
+    expect(result.outcome.degraded).toBe(true);
+    expect(t.provider.state.mints).toBe(1);
+  });
+});

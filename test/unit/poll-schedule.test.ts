@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { maxPolls, PollSchedule } from '../../functions/core/poll-schedule.js';
+
+const delays = (schedule: PollSchedule, n: number): number[] =>
+  Array.from({ length: n }, () => schedule.next());
+
+describe('the poll schedule of a lease waiter', () => {
+  it('polls first at 60 % of the expected mint, then every fifth of a mint until two mints have passed, then backs off to the cap', () => {
+    const schedule = new PollSchedule({ expectedMintMs: 100, maxDelayMs: 800, random: () => 0.5 });
+
+    expect(delays(schedule, 14)).toEqual([
+      60, 20, 20, 20, 20, 20, 20, 20, 40, 80, 160, 320, 640, 800,
+    ]);
+  });
+
+  it('jitters each delay by a quarter either way', () => {
+    const low = new PollSchedule({ expectedMintMs: 1000, maxDelayMs: 800, random: () => 0 });
+    const high = new PollSchedule({ expectedMintMs: 1000, maxDelayMs: 800, random: () => 0.9999 });
+
+    expect(low.next()).toBe(450);
+    expect(high.next()).toBe(750);
+  });
+
+  it('never polls faster than every 10 ms, and clamps an odd expected duration', () => {
+    const fast = new PollSchedule({ expectedMintMs: 1, maxDelayMs: 800, random: () => 0.5 });
+    const huge = new PollSchedule({ expectedMintMs: 1e9, maxDelayMs: 800, random: () => 0.5 });
+
+    expect(delays(fast, 3)).toEqual([12, 10, 10]);
+    expect(huge.next()).toBe(3000);
+  });
+
+  it('waits at least twice as long as the last read took: slow reads (a loaded table) mean fewer polls', () => {
+    const schedule = new PollSchedule({ expectedMintMs: 100, maxDelayMs: 800, random: () => 0.5 });
+    schedule.next();
+
+    schedule.answeredIn(45);
+
+    expect(schedule.next()).toBe(90);
+  });
+
+  it('after a throttled poll, skips the short polls and backs off', () => {
+    const schedule = new PollSchedule({ expectedMintMs: 100, maxDelayMs: 800, random: () => 0.5 });
+    schedule.next();
+
+    schedule.slowDown();
+
+    expect(delays(schedule, 3)).toEqual([80, 160, 320]);
+  });
+
+  it('bounds the reads of one waiter: at most 32 in the 13 s a waiter waits by default', () => {
+    expect(maxPolls({ expectedMintMs: 100, maxDelayMs: 800 }, 13_000)).toBe(32);
+    expect(maxPolls({ expectedMintMs: 20, maxDelayMs: 800 }, 13_000)).toBeLessThanOrEqual(40);
+  });
+});
