@@ -8,7 +8,13 @@
  * `runAdminCli` takes its arguments, environment and streams as parameters;
  * `local/admin.ts` calls it with the real ones.
  */
-import { ADMIN_EVENTS, AdminError, parseAdminEvent } from '../functions/admin/admin-event.js';
+import {
+  ADMIN_EVENTS,
+  type AdminEvent,
+  AdminError,
+  parseAdminEvent,
+  UNSCOPED,
+} from '../functions/admin/admin-event.js';
 import { type Clock, systemClock } from '../functions/core/clock.js';
 import type { Env } from '../functions/core/config.js';
 import { describe } from '../functions/core/describe-error.js';
@@ -23,6 +29,8 @@ import {
   resolveLocalAdmin,
 } from './admin-wiring.js';
 import { SealingKeyError } from './sealing-key.js';
+import type { StackInfo } from './stack.js';
+import { askStackToForget, type ForgetRequest } from './stack-control.js';
 import { StackFileError } from './stack-config.js';
 
 export interface AdminIo {
@@ -64,6 +72,27 @@ function stderrLogger(stderr: AdminIo['stderr']): CoreLogger {
 }
 
 class UsageError extends Error {}
+
+/**
+ * After an invalidate or a refresh, the running stack's instances forget what
+ * they hold in memory for the scope, so the next vend shows what was done (in
+ * AWS, instances keep a token in memory for up to 60 s). A stack that cannot
+ * be told is reported, not an error: the table was changed.
+ */
+async function forgetInStack(event: AdminEvent, info: StackInfo, io: AdminIo): Promise<void> {
+  let request: ForgetRequest;
+  if (event.action === 'invalidate' && event.all) request = { all: true };
+  else if (event.action === 'invalidate' || event.action === 'refresh') {
+    request = { scopes: [event.scope ?? UNSCOPED] };
+  } else return;
+  const told = info.control !== undefined && (await askStackToForget(info.control, request, io.fetch));
+  if (!told) {
+    io.stderr.write(
+      'admin: note: the running stack was not told to forget its in-memory tokens; ' +
+        'its vends may serve the old token for up to 60 s\n',
+    );
+  }
+}
 
 function parseArguments(argv: readonly string[]): unknown {
   if (argv.length === 0) throw new UsageError('missing the event JSON');
@@ -133,6 +162,7 @@ export async function runAdminCli(argv: readonly string[], io: AdminIo): Promise
     close = admin.close;
     const result = await admin.run(event);
     io.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    await forgetInStack(parsed, target.info, io);
     return 0;
   } catch (error) {
     return report(error, io);

@@ -20,6 +20,7 @@ import {
   type LocalIdentity,
   readLocalIdentities,
 } from './local-identities.js';
+import { MAX_LOCAL_INSTANCES } from './instance-pool.js';
 import { type LocalPolicy, readLocalPolicy } from './policy-file.js';
 import { DEFAULT_ALLOWED_SCOPES } from './provider-simulator.js';
 import { DEMO_PROVIDER_CREDENTIALS } from './simulator-config.js';
@@ -58,6 +59,8 @@ export interface LocalSettings {
   };
   readonly refreshIntervalSeconds: number;
   readonly inUseWindowSeconds: number;
+  /** `LOCAL_INSTANCES`: how many vend handler instances the local URL spreads requests over. */
+  readonly instances: number;
 }
 
 /** Runs `read`; a ConfigError's problems go to `problems` instead. */
@@ -107,6 +110,7 @@ export function readLocalSettings(env: Env): LocalSettings {
   const localSecretsDir = reader.optional('LOCAL_SECRETS_DIR', DEFAULT_SECRETS_DIR);
   const refreshIntervalSeconds = reader.integer('REFRESH_INTERVAL_SECONDS', 300, 60, 3600);
   const inUseWindowSeconds = reader.integer('IN_USE_WINDOW_SECONDS', 3600, 300, 86_400);
+  const instances = reader.integer('LOCAL_INSTANCES', 1, 1, MAX_LOCAL_INSTANCES);
   const policy = readLocalPolicy(reader, () =>
     defaultAccessPolicy(reader, identities, DEFAULT_ALLOWED_SCOPES),
   );
@@ -150,6 +154,7 @@ export function readLocalSettings(env: Env): LocalSettings {
     },
     refreshIntervalSeconds,
     inUseWindowSeconds,
+    instances,
   };
 }
 
@@ -221,6 +226,8 @@ const StackInfoSchema = v.object({
   refreshAheadSeconds: v.number(),
   refreshIntervalSeconds: v.number(),
   inUseWindowSeconds: v.number(),
+  instances: v.optional(v.number()),
+  control: v.optional(v.object({ url: v.pipe(v.string(), v.url()), token: v.string() })),
 });
 
 /** The stack file is missing, unreadable or not what this version of `npm start` writes. */

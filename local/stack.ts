@@ -15,6 +15,7 @@ import {
 import { createVendRuntime, type VendRuntime } from '../functions/vend-token/runtime.js';
 import { startDynamoDbLocal } from './dynamodb-local.js';
 import { startLocalFunctionUrl } from './function-url.js';
+import { createInstancePool, type InstancePool } from './instance-pool.js';
 import { DEMO_IDENTITY, type LocalIdentity } from './local-identities.js';
 import { localPolicyProvider } from './policy-file.js';
 import {
@@ -25,6 +26,7 @@ import {
 import { type RefreshTimers, startRefreshTimer } from './refresh-timer.js';
 import { newSealingKey, SEALING_KEY_FILE_NAME, writeSealingKey } from './sealing-key.js';
 import { readLocalSettings, readStackInfo, stackAnswers } from './stack-config.js';
+import { startStackControl } from './stack-control.js';
 import { ensureTable, LOCAL_AWS_CREDENTIALS } from './table.js';
 
 export const DEFAULT_STACK_FILE = '.local/stack.json';
@@ -59,6 +61,13 @@ export interface StackInfo {
   readonly refreshAheadSeconds: number;
   readonly refreshIntervalSeconds: number;
   readonly inUseWindowSeconds: number;
+  /** `LOCAL_INSTANCES`: vend handler instances behind the local URL. */
+  readonly instances?: number;
+  /**
+   * The stack's control endpoint (stack-control.ts): `npm run admin` asks the
+   * instances to forget a scope it invalidated or refreshed.
+   */
+  readonly control?: { readonly url: string; readonly token: string };
 }
 
 export interface LocalStack {
@@ -68,7 +77,10 @@ export interface LocalStack {
    * granted scope, else the unscoped token); undefined when it is granted nothing.
    */
   readonly grantedQuery?: string;
+  /** The first instance (the scheduled refresh runs through it). */
   readonly runtime: VendRuntime;
+  /** Every vend handler instance (`LOCAL_INSTANCES`). */
+  readonly pool: InstancePool;
   /** The in-process simulator, when the stack started one. */
   readonly simulator?: ProviderSimulator;
   stop(): Promise<void>;
@@ -144,17 +156,25 @@ export async function startLocalStack(
     );
     const sealingKey = newSealingKey();
     const store = new DynamoDbTokenStore(client, vend.tableName);
-    const runtime = createVendRuntime({
-      store,
-      sealer: new AesGcmSealer(sealingKey),
-      credentials,
-      provider: { baseUrl: providerUrl, unscopedScopeMode: vend.unscopedScopeMode },
-      policy,
-      tokenConfig: { refreshAheadSeconds: vend.refreshAheadSeconds },
-      logger,
-    });
+    // Each instance its own memory (L1, flights, instance id); all share the
+    // table and the sealing key, as Lambda's instances share DynamoDB and KMS.
+    const sealer = new AesGcmSealer(sealingKey);
+    const pool = createInstancePool(settings.instances, () =>
+      createVendRuntime({
+        store,
+        sealer,
+        credentials,
+        provider: { baseUrl: providerUrl, unscopedScopeMode: vend.unscopedScopeMode },
+        policy,
+        tokenConfig: { refreshAheadSeconds: vend.refreshAheadSeconds },
+        logger,
+      }),
+    );
+    const runtime = pool.instances[0] as VendRuntime;
+    const control = await startStackControl(pool);
+    stops.push(() => control.close());
     const url = await startLocalFunctionUrl({
-      handler: runtime.app,
+      handler: pool.handler,
       identities,
       region,
       port: settings.port,
@@ -199,6 +219,8 @@ export async function startLocalStack(
       refreshAheadSeconds: vend.refreshAheadSeconds,
       refreshIntervalSeconds: settings.refreshIntervalSeconds,
       inUseWindowSeconds: settings.inUseWindowSeconds,
+      instances: settings.instances,
+      control: { url: control.url, token: control.token },
     };
     if (stackFile !== null && sealingKeyFile !== undefined) {
       await mkdir(dirname(stackFile), { recursive: true });
@@ -221,6 +243,7 @@ export async function startLocalStack(
       info,
       ...(grantedQuery === undefined ? {} : { grantedQuery }),
       runtime,
+      pool,
       ...(simulator ? { simulator } : {}),
       stop,
     };

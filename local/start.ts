@@ -52,6 +52,7 @@ try {
     `                            access key ${info.identity.accessKeyId}${info.identity.sessionToken === undefined ? '' : ' (temporary: send its session token as X-Amz-Security-Token)'}`,
     `Stack file:                 ${DEFAULT_STACK_FILE}  (sealing key beside it, mode 0600)`,
     `Scheduled refresh:          every ${info.refreshIntervalSeconds} s`,
+    `Vend instances:             ${info.instances ?? 1}${(info.instances ?? 1) > 1 ? '  (LOCAL_INSTANCES: requests spread over them, each its own memory)' : ''}`,
     '',
     'Try:',
     ...tryLines(stack),

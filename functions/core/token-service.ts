@@ -202,6 +202,11 @@ export class TokenService {
     else this.#l1.delete(tokenKey(scope));
   }
 
+  /** Forgets this instance's L1 entry of one scope (undefined: the unscoped token). */
+  forgetScope(scope: string | undefined): void {
+    this.#l1.delete(tokenKey(scope));
+  }
+
   /** Any StoreUnavailableError on the shared path turns into degraded service. */
   async #lookup(
     key: string,

@@ -112,6 +112,8 @@ beforeAll(async () => {
     // Relative, as an operator writes it: resolved in the project directory.
     LOCAL_SECRETS_DIR: 'keys',
     KEY_ISSUE_BUSINESS_APPLICATION_IDS: 'ba_demo_2',
+    // Requests spread over three handler instances, each with its own memory.
+    LOCAL_INSTANCES: '3',
   };
   // Its own process group, so that cleanup can kill whatever is left.
   stack = spawn('npm', ['start'], {
@@ -217,6 +219,30 @@ describe('npm run admin against npm start', () => {
     ]);
     expect(token.expiresAt).toBeLessThanOrEqual(refreshed.expires_at);
     expect(token.expiresAt).toBeGreaterThanOrEqual(refreshed.expires_at - 1);
+  });
+
+  it('refresh and invalidate reach every instance of the running stack at once: the next vends show them', async () => {
+    // Each of the three instances holds ba_demo_1's token in memory.
+    const vendThree = async () => {
+      const tokens: string[] = [];
+      for (let i = 0; i < 3; i++)
+        tokens.push((await vendClient().getToken({ scope: 'ba_demo_1' })).accessToken);
+      secrets.push(...tokens);
+      return tokens;
+    };
+    const [held] = await vendThree();
+
+    const refresh = await admin('{"action":"refresh","scope":"ba_demo_1"}');
+    const afterRefresh = await vendThree();
+    const invalidate = await admin('{"action":"invalidate","scope":"ba_demo_1"}');
+    const afterInvalidate = await vendThree();
+
+    expect(refresh).toMatchObject({ code: 0, stderr: '' });
+    expect(invalidate).toMatchObject({ code: 0, stderr: '' });
+    expect(new Set(afterRefresh).size).toBe(1);
+    expect(afterRefresh[0]).not.toBe(held);
+    expect(new Set(afterInvalidate).size).toBe(1);
+    expect([held, afterRefresh[0]]).not.toContain(afterInvalidate[0]);
   });
 
   it('issues keys into LOCAL_SECRETS_DIR, mode 0600, through the vend URL', async () => {

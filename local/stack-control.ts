@@ -1,0 +1,101 @@
+/**
+ * The local stack's control endpoint, on loopback: `npm run admin` tells the
+ * running stack's instances to forget what they hold in memory after an
+ * `invalidate` or a `refresh`, so on one machine the next vend shows what the
+ * operator did at once. (In AWS each instance keeps a token in memory for up
+ * to 60 s: nothing reaches Lambda's instances.) Requests carry a per-start
+ * token from the stack file (mode 0600); nothing else is accepted.
+ */
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as v from 'valibot';
+import type { InstancePool } from './instance-pool.js';
+
+export const CONTROL_TOKEN_HEADER = 'x-local-control-token';
+const MAX_BODY_BYTES = 64 * 1024;
+
+/** `{"all":true}` or `{"scopes":["ba_1","unscoped"]}`. */
+const ForgetRequest = v.union([
+  v.strictObject({ all: v.literal(true) }),
+  v.strictObject({ scopes: v.pipe(v.array(v.string()), v.maxLength(1000)) }),
+]);
+export type ForgetRequest = v.InferOutput<typeof ForgetRequest>;
+
+export interface StackControl {
+  readonly url: string;
+  readonly token: string;
+  close(): Promise<void>;
+}
+
+async function readBody(req: IncomingMessage): Promise<string | undefined> {
+  let size = 0;
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) return undefined;
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function sameToken(given: string | string[] | undefined, token: string): boolean {
+  if (typeof given !== 'string') return false;
+  const a = Buffer.from(given);
+  const b = Buffer.from(token);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+export async function startStackControl(pool: Pick<InstancePool, 'forget'>): Promise<StackControl> {
+  const token = randomBytes(24).toString('base64url');
+  const server = createServer(async (req, res) => {
+    const answer = (status: number) => res.writeHead(status).end();
+    if (req.method !== 'POST' || req.url !== '/forget') return answer(404);
+    if (!sameToken(req.headers[CONTROL_TOKEN_HEADER], token)) return answer(403);
+    const body = await readBody(req);
+    let parsed: unknown;
+    try {
+      parsed = body === undefined ? undefined : JSON.parse(body);
+    } catch {
+      parsed = undefined;
+    }
+    const request = v.safeParse(ForgetRequest, parsed);
+    if (!request.success) return answer(400);
+    pool.forget(request.output);
+    return answer(204);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    token,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/**
+ * Asks the running stack to forget `request` (best effort: false when it did
+ * not answer 204, e.g. a stack from before this endpoint existed).
+ */
+export async function askStackToForget(
+  control: { readonly url: string; readonly token: string },
+  request: ForgetRequest,
+  fetchImpl: typeof fetch = fetch,
+): Promise<boolean> {
+  try {
+    const response = await fetchImpl(`${control.url}/forget`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', [CONTROL_TOKEN_HEADER]: control.token },
+      body: JSON.stringify(request),
+      signal: AbortSignal.timeout(2000),
+    });
+    await response.body?.cancel();
+    return response.status === 204;
+  } catch {
+    return false;
+  }
+}
