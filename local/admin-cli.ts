@@ -10,8 +10,8 @@
  */
 import {
   ADMIN_EVENTS,
-  type AdminEvent,
   AdminError,
+  type AdminEvent,
   parseAdminEvent,
   UNSCOPED,
 } from '../functions/admin/admin-event.js';
@@ -30,8 +30,8 @@ import {
 } from './admin-wiring.js';
 import { SealingKeyError } from './sealing-key.js';
 import type { StackInfo } from './stack.js';
-import { askStackToForget, type ForgetRequest } from './stack-control.js';
 import { StackFileError } from './stack-config.js';
+import { askStackToForget, type ForgetRequest } from './stack-control.js';
 
 export interface AdminIo {
   readonly env: Env;
@@ -85,7 +85,8 @@ async function forgetInStack(event: AdminEvent, info: StackInfo, io: AdminIo): P
   else if (event.action === 'invalidate' || event.action === 'refresh') {
     request = { scopes: [event.scope ?? UNSCOPED] };
   } else return;
-  const told = info.control !== undefined && (await askStackToForget(info.control, request, io.fetch));
+  const told =
+    info.control !== undefined && (await askStackToForget(info.control, request, io.fetch));
   if (!told) {
     io.stderr.write(
       'admin: note: the running stack was not told to forget its in-memory tokens; ' +

@@ -22,7 +22,10 @@ export interface InstancePool {
   forget(target: { readonly all: true } | { readonly scopes: readonly string[] }): void;
 }
 
-export function createInstancePool(count: number, make: (index: number) => VendRuntime): InstancePool {
+export function createInstancePool(
+  count: number,
+  make: (index: number) => VendRuntime,
+): InstancePool {
   const instances = Array.from({ length: count }, (_, index) => make(index));
   let next = 0;
   const handler: UrlHandler = (event) => {
@@ -36,7 +39,9 @@ export function createInstancePool(count: number, make: (index: number) => VendR
     forget(target) {
       for (const { tokens } of instances) {
         if ('all' in target) tokens.forget();
-        else for (const scope of target.scopes) tokens.forgetScope(scope === 'unscoped' ? undefined : scope);
+        else
+          for (const scope of target.scopes)
+            tokens.forgetScope(scope === 'unscoped' ? undefined : scope);
       }
     },
   };

@@ -15,12 +15,12 @@ import {
 } from '../functions/core/config.js';
 import { ConfigError } from '../functions/core/errors.js';
 import { readKeyIssuingSettings } from '../functions/issue-keys/config.js';
+import { MAX_LOCAL_INSTANCES } from './instance-pool.js';
 import {
   defaultAccessPolicy,
   type LocalIdentity,
   readLocalIdentities,
 } from './local-identities.js';
-import { MAX_LOCAL_INSTANCES } from './instance-pool.js';
 import { type LocalPolicy, readLocalPolicy } from './policy-file.js';
 import { DEFAULT_ALLOWED_SCOPES } from './provider-simulator.js';
 import { DEMO_PROVIDER_CREDENTIALS } from './simulator-config.js';
