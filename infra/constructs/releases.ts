@@ -50,8 +50,9 @@ export interface ReleasesProps {
  *
  * Every Lambda metric here is the `live` alias's (dimensions FunctionName and
  * Resource `<name>:live`): Lambda reports FunctionName alone as the aggregate
- * of every version and alias, and FunctionName with Resource for one alias
- * ("Types of metrics for Lambda functions", AWS Lambda Developer Guide). While
+ * of every version and alias, and FunctionName with Resource for one version
+ * or alias (AWS Lambda Developer Guide, "Working with Lambda function
+ * metrics", docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics.html). While
  * a canary shifts, both versions serve callers through the alias, so its
  * metric is what callers get from the release, and direct invocations of
  * other qualifiers (a console test of $LATEST) stay out of it. This follows

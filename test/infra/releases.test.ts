@@ -9,7 +9,9 @@ import {
   ADMIN,
   aliasId,
   FUNCTIONS,
+  functionId,
   ISSUE_KEYS,
+  logicalId,
   REFRESH,
   stage,
   statementsOf,
@@ -188,6 +190,25 @@ describe('releases', () => {
         Events: ['DEPLOYMENT_FAILURE', 'DEPLOYMENT_STOP_ON_REQUEST', 'DEPLOYMENT_STOP_ON_ALARM'],
       });
     }
+  });
+
+  it("names the admin function's live alias, what operators invoke", () => {
+    template.hasOutput('AdminFunctionName', { Value: { Ref: functionId(template, ADMIN) } });
+    template.hasOutput('AdminFunctionAlias', { Value: `${ADMIN}:live` });
+    expect(template.toJSON().Resources[aliasId(template, ADMIN)].Properties.Name).toBe('live');
+  });
+
+  it('outputs what removing a stage needs: the table ARN and the exact log group names', () => {
+    // An export to S3 names the table by ARN.
+    template.hasOutput('TableArn', {
+      Value: { 'Fn::GetAtt': [logicalId(template, 'AWS::DynamoDB::Table', '"ttl"'), 'Arn'] },
+    });
+    // By name, not by a prefix that a stage named longer (prod, prod-eu) shares.
+    const groupOf = (name: string) =>
+      template.toJSON().Resources[functionId(template, name)].Properties.LoggingConfig.LogGroup;
+    template.hasOutput('FunctionLogGroups', {
+      Value: { 'Fn::Join': [',', ALL.map(groupOf)] },
+    });
   });
 
   it('lets CodeDeploy move these aliases and read alarms, through no managed policy', () => {

@@ -19,7 +19,6 @@ import { example } from '../../infra/stages/example.js';
 import {
   ACCOUNT,
   ADMIN,
-  aliasId,
   environmentOf,
   FUNCTIONS,
   functionId,
@@ -307,12 +306,6 @@ describe('the example stage', () => {
           'Fn::GetAtt': [logicalId(template, 'AWS::KMS::Key', 'seals cached tokens'), 'Arn'],
         },
       });
-      // An export to S3 names the table by ARN.
-      template.hasOutput('TableArn', {
-        Value: {
-          'Fn::GetAtt': [logicalId(template, 'AWS::DynamoDB::Table', '"ttl"'), 'Arn'],
-        },
-      });
       template.hasOutput('DashboardUrl', {
         Value: {
           'Fn::Join': [
@@ -321,22 +314,6 @@ describe('the example stage', () => {
               Match.stringLikeRegexp('#dashboards/dashboard/token-vending-example$'),
             ]),
           ],
-        },
-      });
-    });
-
-    it("names the admin function's live alias, what operators invoke", () => {
-      template.hasOutput('AdminFunctionName', { Value: { Ref: functionId(template, ADMIN) } });
-      template.hasOutput('AdminFunctionAlias', { Value: `${ADMIN}:live` });
-      expect(template.toJSON().Resources[aliasId(template, ADMIN)].Properties.Name).toBe('live');
-    });
-
-    it('names exactly the log groups of the five functions, for removing a stage', () => {
-      const groupOf = (name: string) =>
-        template.toJSON().Resources[functionId(template, name)].Properties.LoggingConfig.LogGroup;
-      template.hasOutput('FunctionLogGroups', {
-        Value: {
-          'Fn::Join': [',', [...FUNCTIONS, 'token-vending-example-policy-validator'].map(groupOf)],
         },
       });
     });
