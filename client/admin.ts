@@ -4,26 +4,54 @@ import { runProjectScript } from './project-script.js';
 /** An admin event (docs/operations.md): a JSON object with an `action`. */
 export type AdminEvent = Record<string, unknown> & { action: string };
 
+/**
+ * The alias a deploy releases each function to (CodeDeploy moves it; a
+ * rollback moves it back), so `$LATEST` can differ from what runs.
+ */
+export const LIVE_ALIAS = 'live';
+
 export interface InvokeAdminOptions {
+  /** A name or ARN; with a qualifier (`name:3`, `name:$LATEST`) that one is invoked. */
   readonly functionName: string;
   readonly event: AdminEvent;
   /** Default: the AWS SDK's own resolution (`AWS_REGION`, profile). */
   readonly region?: string;
+  /** The version or alias to invoke. Default: `live`, unless `functionName` names one. */
+  readonly qualifier?: string;
 }
 
 /**
- * Runs an admin event through Lambda Invoke (RequestResponse) and returns the
- * function's result payload as text. A function error becomes a CliError
+ * The version or alias a function name or ARN names, if any: `name:q`,
+ * `123456789012:function:name:q`, `arn:aws:lambda:...:function:name:q` (the
+ * FunctionName formats of Lambda Invoke).
+ */
+export function qualifierOf(functionName: string): string | undefined {
+  const parts = functionName.split(':');
+  const at = parts.indexOf('function');
+  const name = at === -1 ? parts : parts.slice(at + 1);
+  return name.length > 1 ? name.at(-1) : undefined;
+}
+
+/**
+ * Runs an admin event through Lambda Invoke (RequestResponse) on the `live`
+ * alias (or the qualifier given) and returns the function's result payload as
+ * text. A function error becomes a CliError
  * `function_error`; an SDK failure a CliError `invoke_failed`; no Lambda
  * client installed a CliError `not_available`.
  */
 export async function invokeAdminFunction(options: InvokeAdminOptions): Promise<string> {
   const { InvokeCommand, LambdaClient } = await loadLambdaClient();
   const client = new LambdaClient(options.region ? { region: options.region } : {});
+  // Lambda refuses a Qualifier that differs from one in the name ("The derived
+  // qualifier from the function name does not match the specified
+  // qualifier"), so a qualified name goes as it is.
+  const qualifier =
+    options.qualifier ?? (qualifierOf(options.functionName) === undefined ? LIVE_ALIAS : undefined);
   try {
     const output = await client.send(
       new InvokeCommand({
         FunctionName: options.functionName,
+        ...(qualifier === undefined ? {} : { Qualifier: qualifier }),
         InvocationType: 'RequestResponse',
         Payload: new TextEncoder().encode(JSON.stringify(options.event)),
       }),

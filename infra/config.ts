@@ -274,6 +274,17 @@ export function validateStage(input: unknown, source = '(stage)'): StageConfig {
   }
 
   const release = checkRelease(input, problems);
+  // Provisioned concurrency counts towards the function's reserved concurrency
+  // ("Configuring provisioned concurrency", AWS Lambda Developer Guide): Lambda
+  // refuses more at deploy time, after the stack has started updating.
+  const provisioned = release.provisionedConcurrency;
+  if (provisioned !== undefined && reservedConcurrency.vend !== undefined) {
+    if (provisioned > reservedConcurrency.vend) {
+      problems.push(
+        `provisionedConcurrency (${provisioned}) must not exceed reservedConcurrency.vend (${reservedConcurrency.vend}): provisioned instances count towards the reservation`,
+      );
+    }
+  }
   // A throwaway stage is meant to be deleted: unprotected unless it says otherwise (refused).
   const terminationProtection = input.terminationProtection ?? !release.throwaway;
   if (typeof terminationProtection !== 'boolean') {

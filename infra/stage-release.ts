@@ -34,7 +34,8 @@ export interface StageReleaseInput {
   readonly provisionedConcurrency?: number;
   /**
    * A stage to be removed whole: termination protection off, and the table,
-   * key and log groups deleted with the stack instead of kept. Default false.
+   * key, log groups and the access policy's AppConfig application deleted
+   * with the stack instead of kept. Default false.
    */
   readonly throwaway?: boolean;
 }

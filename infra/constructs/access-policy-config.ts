@@ -20,9 +20,10 @@ export interface AccessPolicyConfigProps {
   readonly rollbackAlarms: readonly cloudwatch.IAlarm[];
   readonly logRetention: logs.RetentionDays;
   /**
-   * A throwaway stage: destroy the validator's log group and the first
-   * version with the stack, and skip AppConfig's deletion protection check,
-   * so the stack deletes whole.
+   * A throwaway stage: destroy the validator's log group and the policy's
+   * application, environment, profile and first version with the stack, and
+   * skip AppConfig's deletion protection check, so the stack deletes whole.
+   * Otherwise all of these are kept.
    */
   readonly throwaway: boolean;
 }
@@ -120,13 +121,24 @@ export class AccessPolicyConfig extends Construct {
         ? { deletionProtectionCheck: appconfig.DeletionProtectionCheck.BYPASS }
         : {}),
     });
-    // CDK keeps every hosted version when the stack goes (its history); a
-    // throwaway stage takes its first version along.
-    if (props.throwaway) {
-      (this.profile.node.findChild('Resource') as CfnResource).applyRemovalPolicy(
-        RemovalPolicy.DESTROY,
-      );
-    }
+    // AppConfig refuses to delete a configuration profile that still holds
+    // hosted versions ("Cannot delete configuration profile ... because there
+    // are still hosted configuration versions existing under it": aws-cdk
+    // issue 26804), and operators add versions the stack never knows about.
+    // A stage that is kept: the policy's application, environment, profile and
+    // every version stay when the stack goes, so `cdk destroy` succeeds and
+    // the history survives; docs/deploying.md ("Remove a stage") deletes them
+    // afterwards, versions first. A throwaway stage: all go with the stack,
+    // once the versions operators added are deleted (the same section).
+    const removal = props.throwaway ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
+    this.application.applyRemovalPolicy(removal);
+    this.environment.applyRemovalPolicy(removal);
+    const profile = this.profile.node.findChild('ConfigurationProfile') as CfnResource;
+    const firstVersion = this.profile.node.findChild(
+      'Resource',
+    ) as appconfig.CfnHostedConfigurationVersion;
+    profile.applyRemovalPolicy(removal);
+    firstVersion.applyRemovalPolicy(removal);
 
     const outputs: Record<string, [string, string]> = {
       PolicyApplicationId: [
@@ -144,6 +156,10 @@ export class AccessPolicyConfig extends Construct {
       PolicyDeploymentStrategyId: [
         this.strategy.deploymentStrategyId,
         'The gradual deployment strategy for policy versions',
+      ],
+      PolicyStackVersion: [
+        firstVersion.attrVersionNumber,
+        "The hosted policy version the stack deployed (a throwaway stage's destroy deletes it)",
       ],
     };
     for (const [key, [value, description]] of Object.entries(outputs)) {

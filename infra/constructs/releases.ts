@@ -23,8 +23,17 @@ const CONFIGS: Record<VendDeployment, codedeploy.ILambdaDeploymentConfig> = {
 export interface ReleasesProps {
   readonly stage: string;
   readonly vend: TokenVendingFunction;
-  /** The other functions, each with the alarms that roll its release back. */
-  readonly others: ReadonlyArray<{ fn: TokenVendingFunction; alarms: cloudwatch.IAlarm[] }>;
+  /**
+   * The other functions, each rolled back by an errors alarm of its own
+   * release. `invalidEvents`: the Powertools service whose `InvalidEvents`
+   * (events refused as malformed: an operator's typo) the alarm leaves out.
+   */
+  readonly others: ReadonlyArray<{
+    fn: TokenVendingFunction;
+    invalidEvents?: 'admin' | 'issue-keys';
+    /** Said in the alarm's description after what it counts. */
+    note?: string;
+  }>;
   readonly vendDeployment: VendDeployment;
   readonly vendLatencyP99AlarmMs: number;
 }
@@ -33,16 +42,32 @@ export interface ReleasesProps {
  * Releases through CodeDeploy: each deploy publishes new versions, and
  * CodeDeploy moves each function's `live` alias to its new version. Vend's
  * traffic shifts gradually (canary by default) and rolls back by itself when
- * a release alarm fires during the shift; the others move at once, watched by
- * their error alarms. The release alarms judge one-minute periods, so a canary
- * of a few minutes sees them fire; they roll back, and page nobody (the
- * stage's paging alarms judge the same signals over longer periods).
+ * a release alarm fires during the shift; the others move at once, each
+ * watched by an errors alarm of its own. The release alarms judge one-minute
+ * periods, so a canary of a few minutes sees them fire; they roll back, and
+ * page nobody (the stage's paging alarms judge the same signals over five
+ * minutes, too slow for a release).
+ *
+ * Every Lambda metric here is the `live` alias's (dimensions FunctionName and
+ * Resource `<name>:live`): Lambda reports FunctionName alone as the aggregate
+ * of every version and alias, and FunctionName with Resource for one version
+ * or alias (AWS Lambda Developer Guide, "Working with Lambda function
+ * metrics", docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics.html). While
+ * a canary shifts, both versions serve callers through the alias, so its
+ * metric is what callers get from the release, and direct invocations of
+ * other qualifiers (a console test of $LATEST) stay out of it. This follows
+ * the alias error alarm of "Deploying serverless applications gradually with
+ * AWS SAM". Not the new version alone (ExecutedVersion): at a threshold of one
+ * error its errors trip the alias alarm as well, and a version-bound alarm
+ * would change with every deploy.
  */
 export class Releases extends Construct {
   readonly application: codedeploy.LambdaApplication;
   readonly vendGroup: codedeploy.LambdaDeploymentGroup;
   readonly groups: codedeploy.LambdaDeploymentGroup[] = [];
   readonly vendAlarms: cloudwatch.Alarm[];
+  /** The errors alarm of each other function's release, by function name. */
+  readonly otherAlarms = new Map<string, cloudwatch.Alarm>();
   /** The role CodeDeploy acts as: it moves the aliases (the guardrails let it change vend). */
   readonly role: iam.Role;
 
@@ -83,14 +108,11 @@ export class Releases extends Construct {
     // Imported immutable: CDK would otherwise attach the AWS managed policy to it.
     const role = iam.Role.fromRoleArn(this, 'RoleRef', this.role.roleArn, { mutable: false });
 
-    const vendMetric = (metricName: string, statistic: string, namespace = 'AWS/Lambda') =>
+    const liveMetric = (fn: TokenVendingFunction, metricName: string, statistic: string) =>
       new cloudwatch.Metric({
-        namespace,
+        namespace: 'AWS/Lambda',
         metricName,
-        dimensionsMap:
-          namespace === 'AWS/Lambda'
-            ? { FunctionName: props.vend.functionName }
-            : { service: 'vend-token' },
+        dimensionsMap: { FunctionName: fn.functionName, Resource: fn.liveName },
         statistic,
         period: Duration.minutes(1),
       });
@@ -98,18 +120,25 @@ export class Releases extends Construct {
       new cloudwatch.Alarm(this, name, {
         ...props,
         alarmName: `${prefix}-${name}`,
-        alarmDescription: `${description} Rolls a vend release back; pages nobody.`,
+        alarmDescription: `${description} Rolls a release back; pages nobody.`,
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
     this.vendAlarms = [
       releaseAlarm('vend-release-5xx', 'The vend URL answered 5xx 5 or more times in a minute.', {
-        metric: vendMetric('Url5xxCount', 'Sum'),
+        // The URL's metric by FunctionName, as Lambda reports function URL metrics.
+        metric: new cloudwatch.Metric({
+          namespace: 'AWS/Lambda',
+          metricName: 'Url5xxCount',
+          dimensionsMap: { FunctionName: props.vend.functionName },
+          statistic: 'Sum',
+          period: Duration.minutes(1),
+        }),
         threshold: 5,
         evaluationPeriods: 1,
       }),
-      releaseAlarm('vend-release-errors', 'The vend function failed an invocation.', {
-        metric: vendMetric('Errors', 'Sum'),
+      releaseAlarm('vend-release-errors', "An invocation of vend's live alias failed.", {
+        metric: liveMetric(props.vend, 'Errors', 'Sum'),
         threshold: 1,
         evaluationPeriods: 1,
       }),
@@ -117,7 +146,13 @@ export class Releases extends Construct {
         'vend-release-latency',
         `Vend latency p99 was over ${props.vendLatencyP99AlarmMs} ms in 2 of the last 3 minutes.`,
         {
-          metric: vendMetric('VendLatency', 'p99', NAMESPACE),
+          metric: new cloudwatch.Metric({
+            namespace: NAMESPACE,
+            metricName: 'VendLatency',
+            dimensionsMap: { service: 'vend-token' },
+            statistic: 'p99',
+            period: Duration.minutes(1),
+          }),
           threshold: props.vendLatencyP99AlarmMs,
           evaluationPeriods: 3,
           datapointsToAlarm: 2,
@@ -141,15 +176,50 @@ export class Releases extends Construct {
         autoRollback: {
           failedDeployment: true,
           stoppedDeployment: true,
-          deploymentInAlarm: alarms.length > 0,
+          deploymentInAlarm: true,
         },
       });
       this.groups.push(created);
       return created;
     };
     this.vendGroup = group('Vend', props.vend, CONFIGS[props.vendDeployment], this.vendAlarms);
-    for (const { fn, alarms } of props.others) {
-      group(fn.functionName.slice(prefix.length + 1), fn, CONFIGS.AllAtOnce, alarms);
+    // One minute, one failed invocation: an AllAtOnce shift takes seconds,
+    // and CodeDeploy reads the alarms only while it runs.
+    for (const { fn, invalidEvents, note } of props.others) {
+      const short = fn.functionName.slice(prefix.length + 1);
+      const errors = liveMetric(fn, 'Errors', 'Sum');
+      const alarm = releaseAlarm(
+        `${short}-release-errors`,
+        [
+          `An invocation of ${fn.liveName} failed`,
+          invalidEvents === undefined ? '' : ', not counting events refused as invalid_request',
+          note === undefined ? '.' : ` (${note}).`,
+        ].join(''),
+        {
+          metric:
+            invalidEvents === undefined
+              ? errors
+              : new cloudwatch.MathExpression({
+                  expression: 'FILL(errors, 0) - FILL(invalid, 0)',
+                  usingMetrics: {
+                    errors,
+                    invalid: new cloudwatch.Metric({
+                      namespace: NAMESPACE,
+                      metricName: 'InvalidEvents',
+                      dimensionsMap: { service: invalidEvents },
+                      statistic: 'Sum',
+                      period: Duration.minutes(1),
+                    }),
+                  },
+                  period: Duration.minutes(1),
+                  label: `${short} errors, less invalid events`,
+                }),
+          threshold: 1,
+          evaluationPeriods: 1,
+        },
+      );
+      this.otherAlarms.set(fn.functionName, alarm);
+      group(short, fn, CONFIGS.AllAtOnce, [alarm]);
     }
   }
 }

@@ -5,7 +5,7 @@
  */
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { aliasId, synth } from '../support/infra.js';
+import { aliasId, stage, synth } from '../support/infra.js';
 
 const VALIDATOR = 'token-vending-example-policy-validator';
 
@@ -107,5 +107,47 @@ describe('the access policy in AppConfig', () => {
     expect(outputs.PolicyDeploymentStrategyId.Value).toEqual({
       Ref: only('AWS::AppConfig::DeploymentStrategy'),
     });
+    expect(outputs.PolicyStackVersion.Value).toEqual({
+      'Fn::GetAtt': [only('AWS::AppConfig::HostedConfigurationVersion'), 'VersionNumber'],
+    });
+  });
+});
+
+describe('the access policy when a stage is removed', () => {
+  // AppConfig refuses to delete a profile that still holds hosted versions,
+  // and operators add versions the stack never knows of.
+  const HELD = [
+    'AWS::AppConfig::Application',
+    'AWS::AppConfig::Environment',
+    'AWS::AppConfig::ConfigurationProfile',
+    'AWS::AppConfig::HostedConfigurationVersion',
+  ];
+  const policies = (template: Template) =>
+    Object.fromEntries(
+      Object.values(template.toJSON().Resources as Record<string, Record<string, string>>)
+        .filter((r) => String(r.Type).startsWith('AWS::AppConfig::'))
+        .map((r) => [r.Type, [r.DeletionPolicy ?? 'Delete', r.UpdateReplacePolicy ?? 'Delete']]),
+    );
+
+  it('keeps the application, environment, profile and versions of a stage that is kept', () => {
+    expect(policies(synth().template)).toEqual({
+      ...Object.fromEntries(HELD.map((type) => [type, ['Retain', 'Retain']])),
+      // Nothing to keep, and nothing refuses their deletion.
+      'AWS::AppConfig::DeploymentStrategy': ['Delete', 'Delete'],
+      'AWS::AppConfig::Deployment': ['Delete', 'Delete'],
+    });
+  });
+
+  it('deletes all of it with a throwaway stage, past deletion protection', () => {
+    const { template } = synth(stage({ throwaway: true, terminationProtection: undefined }));
+
+    expect(policies(template)).toEqual({
+      ...Object.fromEntries(HELD.map((type) => [type, ['Delete', 'Delete']])),
+      'AWS::AppConfig::DeploymentStrategy': ['Delete', 'Delete'],
+      'AWS::AppConfig::Deployment': ['Delete', 'Delete'],
+    });
+    for (const type of ['AWS::AppConfig::Environment', 'AWS::AppConfig::ConfigurationProfile']) {
+      template.hasResourceProperties(type, { DeletionProtectionCheck: 'BYPASS' });
+    }
   });
 });

@@ -259,6 +259,26 @@ describe('validateStage', () => {
     expect(validateStage(withChanges({ throwaway: true })).terminationProtection).toBe(false);
   });
 
+  it("refuses more provisioned concurrency than vend's reservation, which Lambda would refuse at deploy", () => {
+    expect(
+      problemsOf(withChanges({ provisionedConcurrency: 11, reservedConcurrency: { vend: 10 } })),
+    ).toEqual([
+      'provisionedConcurrency (11) must not exceed reservedConcurrency.vend (10): provisioned instances count towards the reservation',
+    ]);
+    expect(
+      validateStage(withChanges({ provisionedConcurrency: 10, reservedConcurrency: { vend: 10 } })),
+    ).toMatchObject({ provisionedConcurrency: 10, reservedConcurrency: { vend: 10 } });
+    // Either alone is checked on its own.
+    expect(validateStage(withChanges({ provisionedConcurrency: 50 }))).toMatchObject({
+      provisionedConcurrency: 50,
+    });
+    expect(
+      validateStage(
+        withChanges({ provisionedConcurrency: 5, reservedConcurrency: { refresh: 2 } }),
+      ),
+    ).toMatchObject({ provisionedConcurrency: 5 });
+  });
+
   it('takes key readers of the stage account, and names each bad one', () => {
     const readers = [
       {

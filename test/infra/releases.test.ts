@@ -9,7 +9,9 @@ import {
   ADMIN,
   aliasId,
   FUNCTIONS,
+  functionId,
   ISSUE_KEYS,
+  logicalId,
   REFRESH,
   stage,
   statementsOf,
@@ -72,11 +74,18 @@ describe('releases', () => {
       Threshold: 5,
       EvaluationPeriods: 1,
     });
+    // The live alias's errors: both versions while the canary shifts, nothing invoked otherwise.
     expect(props('vend-release-errors')).toMatchObject({
+      Namespace: 'AWS/Lambda',
       MetricName: 'Errors',
-      Dimensions: [{ Name: 'FunctionName', Value: VEND }],
+      Dimensions: [
+        { Name: 'FunctionName', Value: VEND },
+        { Name: 'Resource', Value: `${VEND}:live` },
+      ],
+      Statistic: 'Sum',
       Period: 60,
       Threshold: 1,
+      EvaluationPeriods: 1,
     });
     expect(props('vend-release-latency')).toMatchObject({
       Namespace: 'TokenVending',
@@ -94,15 +103,111 @@ describe('releases', () => {
     }
   });
 
-  it.each([
-    [REFRESH, 'refresh-errors'],
-    [ISSUE_KEYS, 'issue-keys-errors'],
-    [ADMIN, 'admin-errors'],
-  ])('moves %s all at once, rolled back by its error alarm', (name, alarm) => {
-    template.hasResourceProperties('AWS::CodeDeploy::DeploymentGroup', {
-      DeploymentGroupName: name,
-      DeploymentConfigName: 'CodeDeployDefault.LambdaAllAtOnce',
-      AlarmConfiguration: { Enabled: true, Alarms: [{ Name: { Ref: alarmId(template, alarm) } }] },
+  it.each([REFRESH, ISSUE_KEYS, ADMIN, VALIDATOR])(
+    'moves %s all at once, rolled back by an alarm on its own release',
+    (name) => {
+      const alarm = `${name.slice('token-vending-example-'.length)}-release-errors`;
+      template.hasResourceProperties('AWS::CodeDeploy::DeploymentGroup', {
+        DeploymentGroupName: name,
+        DeploymentConfigName: 'CodeDeployDefault.LambdaAllAtOnce',
+        AlarmConfiguration: {
+          Enabled: true,
+          Alarms: [{ Name: { Ref: alarmId(template, alarm) } }],
+        },
+        AutoRollbackConfiguration: {
+          Enabled: true,
+          Events: ['DEPLOYMENT_FAILURE', 'DEPLOYMENT_STOP_ON_REQUEST', 'DEPLOYMENT_STOP_ON_ALARM'],
+        },
+      });
+    },
+  );
+
+  it('judges each other release by the minute: one failed invocation of its live alias', () => {
+    const props = (name: string) => template.toJSON().Resources[alarmId(template, name)].Properties;
+    const errorsOf = (name: string) => ({
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Errors',
+      Dimensions: [
+        { Name: 'FunctionName', Value: name },
+        { Name: 'Resource', Value: `${name}:live` },
+      ],
+    });
+    for (const name of [REFRESH, VALIDATOR]) {
+      const alarm = props(`${name.slice('token-vending-example-'.length)}-release-errors`);
+      expect(alarm).toMatchObject({
+        ...errorsOf(name),
+        Statistic: 'Sum',
+        Period: 60,
+        Threshold: 1,
+        EvaluationPeriods: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        TreatMissingData: 'notBreaching',
+      });
+      expect(alarm).not.toHaveProperty('AlarmActions');
+    }
+    // Admin and issue-keys leave out events refused as malformed, as their paging alarms do.
+    for (const [name, service] of [
+      [ADMIN, 'admin'],
+      [ISSUE_KEYS, 'issue-keys'],
+    ] as const) {
+      const alarm = props(`${service}-release-errors`);
+      expect(alarm).toMatchObject({ Threshold: 1, EvaluationPeriods: 1 });
+      expect(alarm).not.toHaveProperty('AlarmActions');
+      expect(alarm.Metrics).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ Expression: 'FILL(errors, 0) - FILL(invalid, 0)' }),
+          expect.objectContaining({
+            Id: 'errors',
+            MetricStat: expect.objectContaining({
+              Metric: errorsOf(name),
+              Period: 60,
+              Stat: 'Sum',
+            }),
+          }),
+          expect.objectContaining({
+            Id: 'invalid',
+            MetricStat: expect.objectContaining({
+              Metric: {
+                Namespace: 'TokenVending',
+                MetricName: 'InvalidEvents',
+                Dimensions: [{ Name: 'service', Value: service }],
+              },
+              Period: 60,
+            }),
+          }),
+        ]),
+      );
+    }
+  });
+
+  it('rolls every deployment group back on failure, on request and on alarm', () => {
+    const groups = Object.values(template.findResources('AWS::CodeDeploy::DeploymentGroup'));
+    expect(groups).toHaveLength(ALL.length);
+    for (const group of groups) {
+      expect(group.Properties.AlarmConfiguration.Alarms.length).toBeGreaterThan(0);
+      expect(group.Properties.AutoRollbackConfiguration).toEqual({
+        Enabled: true,
+        Events: ['DEPLOYMENT_FAILURE', 'DEPLOYMENT_STOP_ON_REQUEST', 'DEPLOYMENT_STOP_ON_ALARM'],
+      });
+    }
+  });
+
+  it("names the admin function's live alias, what operators invoke", () => {
+    template.hasOutput('AdminFunctionName', { Value: { Ref: functionId(template, ADMIN) } });
+    template.hasOutput('AdminFunctionAlias', { Value: `${ADMIN}:live` });
+    expect(template.toJSON().Resources[aliasId(template, ADMIN)].Properties.Name).toBe('live');
+  });
+
+  it('outputs what removing a stage needs: the table ARN and the exact log group names', () => {
+    // An export to S3 names the table by ARN.
+    template.hasOutput('TableArn', {
+      Value: { 'Fn::GetAtt': [logicalId(template, 'AWS::DynamoDB::Table', '"ttl"'), 'Arn'] },
+    });
+    // By name, not by a prefix that a stage named longer (prod, prod-eu) shares.
+    const groupOf = (name: string) =>
+      template.toJSON().Resources[functionId(template, name)].Properties.LoggingConfig.LogGroup;
+    template.hasOutput('FunctionLogGroups', {
+      Value: { 'Fn::Join': [',', ALL.map(groupOf)] },
     });
   });
 
