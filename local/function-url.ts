@@ -18,9 +18,15 @@ import type {
 } from 'aws-lambda';
 import { buildFunctionUrlEvent, collectHeaders } from './function-url-event.js';
 import type { LocalIdentity } from './local-identities.js';
-import { verifySigV4 } from './sigv4-verifier.js';
+import { explainRefusal, type SignatureRefusal } from './signature-refusal.js';
+import { type SigV4Request, verifySigV4 } from './sigv4-verifier.js';
 
 export type UrlHandler = (event: LambdaFunctionURLEvent) => Promise<LambdaFunctionURLResult>;
+
+/** Where the URL says why it refused a signature: the stack's Powertools logger. */
+export interface RefusalLog {
+  warn(message: string, attributes: { refused: SignatureRefusal; requestId: string }): void;
+}
 
 export interface LocalFunctionUrl {
   readonly url: string;
@@ -38,6 +44,11 @@ export interface LocalFunctionUrlOptions {
   host?: string;
   /** Called with the (secret-free) reason whenever a request is answered 403. */
   onDenied?: (reason: string) => void;
+  /**
+   * Gets one line for each refused signature: which check failed and a hint
+   * (signature-refusal.ts), never a secret, signature or session token.
+   */
+  log?: RefusalLog;
   /** Clock for the signature date check, epoch milliseconds. Default Date.now. */
   now?: () => number;
 }
@@ -187,11 +198,23 @@ export function startLocalFunctionUrl(options: LocalFunctionUrlOptions): Promise
     const rawQueryString = q === -1 ? '' : target.slice(q + 1);
 
     const headers = collectHeaders(req.rawHeaders);
-    const verdict = verifySigV4(
-      { method: req.method ?? 'GET', path: rawPath, rawQueryString, headers, body },
-      { identities, region, now: now() },
-    );
+    const signed: SigV4Request = {
+      method: req.method ?? 'GET',
+      path: rawPath,
+      rawQueryString,
+      headers,
+      body,
+    };
+    const checks = { identities, region, now: now() };
+    const verdict = verifySigV4(signed, checks);
     if (!verdict.ok) {
+      if (options.log) {
+        const refused = explainRefusal(signed, checks, verdict.reason);
+        options.log.warn(`local URL refused a signature: ${refused.reason}`, {
+          refused,
+          requestId,
+        });
+      }
       forbidden(verdict.reason);
       return;
     }

@@ -24,9 +24,10 @@ import {
   type ProviderCredentials,
   type SimulatorOptions,
 } from './simulator-config.js';
-import { CONTROL_PREFIX, controlReply } from './simulator-control.js';
+import { CONTROL_PREFIX, controlReply, type FaultEndpoint } from './simulator-control.js';
 import {
   type KeysFault,
+  pendingFaults,
   type QueuedFault,
   queueFault,
   statusFaultReply,
@@ -53,7 +54,8 @@ export {
   type SimulatorOptions,
   type UnscopedMode,
 } from './simulator-config.js';
-export type { KeysFault, TokenFault } from './simulator-faults.js';
+export type { FaultEndpoint, PendingFaults } from './simulator-control.js';
+export type { KeysFault, PendingFault, TokenFault } from './simulator-faults.js';
 export { MAX_BODY_BYTES } from './simulator-http.js';
 export type { RecordedRequest, SimulatorStats } from './simulator-stats.js';
 
@@ -65,7 +67,8 @@ export interface ProviderSimulator {
   injectTokenFault(fault: TokenFault, times?: number): void;
   /** Queue a fault for the next `times` (default 1) key-issuing requests. FIFO. */
   injectKeysFault(fault: KeysFault, times?: number): void;
-  clearFaults(): void;
+  /** Clears the pending faults of `endpoint`, or of both. */
+  clearFaults(endpoint?: FaultEndpoint): void;
   /** Rotation: the old pair is rejected from now on. */
   setCredentials(creds: ProviderCredentials): void;
   /** Revokes every access token issued so far: each is answered 401 invalid_token from now on. */
@@ -130,6 +133,11 @@ export async function startProviderSimulator(
   const control = {
     injectTokenFault: (fault: TokenFault, times: number) => queueFault(tokenFaults, fault, times),
     injectKeysFault: (fault: KeysFault, times: number) => queueFault(keysFaults, fault, times),
+    pendingFaults: () => ({ token: pendingFaults(tokenFaults), keys: pendingFaults(keysFaults) }),
+    clearFaults(endpoint?: FaultEndpoint): void {
+      if (endpoint !== 'keys') tokenFaults = [];
+      if (endpoint !== 'token') keysFaults = [];
+    },
     get stats(): SimulatorStats {
       return { ...stats, tokenRequestsByScope: { ...stats.tokenRequestsByScope } };
     },
@@ -138,7 +146,10 @@ export async function startProviderSimulator(
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const time = now();
     const method = req.method ?? 'GET';
-    const path = (req.url ?? '/').split('?', 1)[0] ?? '/';
+    const target = req.url ?? '/';
+    const queryAt = target.indexOf('?');
+    const path = queryAt === -1 ? target : target.slice(0, queryAt);
+    const rawQuery = queryAt === -1 ? '' : target.slice(queryAt + 1);
     const keysMatch = KEYS_PATH.exec(path);
     const endpoint = path === TOKEN_PATH ? 'token' : keysMatch ? 'keys' : 'other';
     const rawIdem = req.headers['idempotency-key'];
@@ -167,7 +178,7 @@ export async function startProviderSimulator(
     if (endpoint === 'other' && path.startsWith(CONTROL_PREFIX)) {
       const read = await readBody(req, MAX_BODY_BYTES);
       if (read.kind !== 'ok') return finish(error(400, 'invalid_request', 'unreadable body'));
-      return finish(controlReply(control, method, path, read.body));
+      return finish(controlReply(control, method, path, rawQuery, read.body));
     }
     if (endpoint === 'other') {
       req.resume();
@@ -273,9 +284,8 @@ export async function startProviderSimulator(
     injectKeysFault(fault: KeysFault, times = 1): void {
       control.injectKeysFault(fault, times);
     },
-    clearFaults(): void {
-      tokenFaults = [];
-      keysFaults = [];
+    clearFaults(endpoint?: FaultEndpoint): void {
+      control.clearFaults(endpoint);
     },
     setCredentials(creds: ProviderCredentials): void {
       credentials = { key: creds.key, secret: creds.secret };

@@ -13,6 +13,47 @@ const SERVICE = 'lambda';
 const ALGORITHM = 'AWS4-HMAC-SHA256';
 const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
 
+/**
+ * Every reason a request is refused, by the check that failed. The reasons are
+ * fixed texts: they never quote the request (signature-refusal.ts adds what is
+ * safe to say about it).
+ */
+export const DENIALS = {
+  missing_authorization: 'missing Authorization header',
+  unsupported_scheme: 'unsupported authorization scheme',
+  malformed_authorization: 'malformed Authorization header',
+  incomplete_authorization: 'Authorization header lacks Credential, SignedHeaders or Signature',
+  malformed_credential_scope: 'malformed credential scope',
+  malformed_signature: 'malformed signature',
+  unknown_access_key_id: 'unknown access key id',
+  wrong_region: 'credential scope has the wrong region',
+  wrong_service: 'credential scope has the wrong service',
+  wrong_scope_terminator: 'credential scope must end in aws4_request',
+  unexpected_session_token: 'X-Amz-Security-Token sent for credentials that have no session token',
+  missing_session_token: 'missing X-Amz-Security-Token for temporary credentials',
+  repeated_session_token: 'repeated X-Amz-Security-Token header',
+  wrong_session_token: 'X-Amz-Security-Token does not match',
+  missing_date: 'missing X-Amz-Date header',
+  malformed_date: 'malformed X-Amz-Date header',
+  scope_date_mismatch: 'credential scope date differs from X-Amz-Date',
+  clock_skew: 'signature date is more than 5 minutes from the server clock',
+  signed_headers_not_lowercase: 'SignedHeaders must be lowercase names',
+  signed_headers_unsorted: 'SignedHeaders must be sorted and unique',
+  host_not_signed: 'host is not a signed header',
+  signed_header_missing: 'a signed header is missing from the request',
+  repeated_content_sha256: 'repeated X-Amz-Content-Sha256 header',
+  content_sha256_mismatch: 'X-Amz-Content-Sha256 does not match the body',
+  malformed_url: 'malformed percent-encoding in the URL',
+  signature_mismatch: 'signature does not match',
+} as const;
+
+export type DenialCheck = keyof typeof DENIALS;
+
+/** The check a deny reason names. */
+export function denialCheck(reason: string): DenialCheck | undefined {
+  return (Object.keys(DENIALS) as DenialCheck[]).find((check) => DENIALS[check] === reason);
+}
+
 /** A key the verifier knows: long-term, or temporary (with the session token it was issued with). */
 export interface SigV4Credentials {
   readonly accessKeyId: string;
@@ -39,6 +80,11 @@ export interface SigV4Options<T extends SigV4Credentials = SigV4Credentials> {
   now: Date | number;
   /** Default `lambda`. */
   service?: string;
+  /**
+   * How the query string is canonicalised: as AWS does by default. Only
+   * signature-refusal.ts sets it, to find out how a client signed a query.
+   */
+  canonicalQuery?: (rawQueryString: string) => string;
 }
 
 export type SigV4Result<T extends SigV4Credentials = SigV4Credentials> =
@@ -123,7 +169,7 @@ function hmac(key: string | Buffer, data: string): Buffer {
   return createHmac('sha256', key).update(data, 'utf8').digest();
 }
 
-interface ParsedAuthorization {
+export interface ParsedAuthorization {
   accessKeyId: string;
   date: string;
   region: string;
@@ -133,30 +179,30 @@ interface ParsedAuthorization {
   signature: string;
 }
 
-function parseAuthorization(header: string): ParsedAuthorization | string {
+export function parseAuthorization(header: string): ParsedAuthorization | string {
   const prefix = `${ALGORITHM} `;
-  if (!header.startsWith(prefix)) return 'unsupported authorization scheme';
+  if (!header.startsWith(prefix)) return DENIALS.unsupported_scheme;
   const fields = new Map<string, string>();
   for (const part of header.slice(prefix.length).split(',')) {
     const item = part.trim();
     if (item === '') continue;
     const eq = item.indexOf('=');
-    if (eq <= 0) return 'malformed Authorization header';
+    if (eq <= 0) return DENIALS.malformed_authorization;
     const key = item.slice(0, eq);
-    if (fields.has(key)) return 'malformed Authorization header';
+    if (fields.has(key)) return DENIALS.malformed_authorization;
     fields.set(key, item.slice(eq + 1));
   }
   const credential = fields.get('Credential');
   const signedHeaders = fields.get('SignedHeaders');
   const signature = fields.get('Signature');
   if (credential === undefined || signedHeaders === undefined || signature === undefined) {
-    return 'Authorization header lacks Credential, SignedHeaders or Signature';
+    return DENIALS.incomplete_authorization;
   }
-  if (fields.size !== 3) return 'malformed Authorization header';
+  if (fields.size !== 3) return DENIALS.malformed_authorization;
   const scope = credential.split('/');
-  if (scope.length !== 5) return 'malformed credential scope';
+  if (scope.length !== 5) return DENIALS.malformed_credential_scope;
   const [accessKeyId = '', date = '', region = '', service = '', terminator = ''] = scope;
-  if (!/^[0-9a-f]{64}$/.test(signature)) return 'malformed signature';
+  if (!/^[0-9a-f]{64}$/.test(signature)) return DENIALS.malformed_signature;
   return {
     accessKeyId,
     date,
@@ -169,7 +215,7 @@ function parseAuthorization(header: string): ParsedAuthorization | string {
 }
 
 /** `YYYYMMDD'T'HHMMSS'Z'` to epoch milliseconds, or undefined. */
-function parseAmzDate(value: string): number | undefined {
+export function parseAmzDate(value: string): number | undefined {
   const m = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(value);
   if (!m) return undefined;
   const [year, month, day, hour, minute, second] = m.slice(1).map(Number) as [
@@ -214,14 +260,12 @@ function checkSessionToken(
     ? headers['x-amz-security-token']
     : undefined;
   if (identity.sessionToken === undefined) {
-    return sent === undefined
-      ? undefined
-      : 'X-Amz-Security-Token sent for credentials that have no session token';
+    return sent === undefined ? undefined : DENIALS.unexpected_session_token;
   }
-  if (sent === undefined) return 'missing X-Amz-Security-Token for temporary credentials';
+  if (sent === undefined) return DENIALS.missing_session_token;
   const token = single(sent);
-  if (token === undefined) return 'repeated X-Amz-Security-Token header';
-  if (!sameSecret(token, identity.sessionToken)) return 'X-Amz-Security-Token does not match';
+  if (token === undefined) return DENIALS.repeated_session_token;
+  if (!sameSecret(token, identity.sessionToken)) return DENIALS.wrong_session_token;
   return undefined;
 }
 
@@ -240,43 +284,42 @@ export function verifySigV4<T extends SigV4Credentials>(
   const authorization = Object.hasOwn(headers, 'authorization')
     ? single(headers.authorization)
     : undefined;
-  if (authorization === undefined) return deny('missing Authorization header');
+  if (authorization === undefined) return deny(DENIALS.missing_authorization);
   const auth = parseAuthorization(authorization);
   if (typeof auth === 'string') return deny(auth);
 
   const identity = options.identities.find((i) => i.accessKeyId === auth.accessKeyId);
-  if (!identity) return deny('unknown access key id');
-  if (auth.region !== options.region) return deny('credential scope has the wrong region');
-  if (auth.service !== service) return deny('credential scope has the wrong service');
-  if (auth.terminator !== 'aws4_request') return deny('credential scope must end in aws4_request');
+  if (!identity) return deny(DENIALS.unknown_access_key_id);
+  if (auth.region !== options.region) return deny(DENIALS.wrong_region);
+  if (auth.service !== service) return deny(DENIALS.wrong_service);
+  if (auth.terminator !== 'aws4_request') return deny(DENIALS.wrong_scope_terminator);
   const tokenProblem = checkSessionToken(headers, identity);
   if (tokenProblem) return deny(tokenProblem);
 
   const amzDate = Object.hasOwn(headers, 'x-amz-date') ? single(headers['x-amz-date']) : undefined;
-  if (amzDate === undefined) return deny('missing X-Amz-Date header');
+  if (amzDate === undefined) return deny(DENIALS.missing_date);
   const signedAt = parseAmzDate(amzDate);
-  if (signedAt === undefined) return deny('malformed X-Amz-Date header');
-  if (amzDate.slice(0, 8) !== auth.date)
-    return deny('credential scope date differs from X-Amz-Date');
+  if (signedAt === undefined) return deny(DENIALS.malformed_date);
+  if (amzDate.slice(0, 8) !== auth.date) return deny(DENIALS.scope_date_mismatch);
   const now = typeof options.now === 'number' ? options.now : options.now.getTime();
   if (Math.abs(now - signedAt) > MAX_CLOCK_SKEW_MS) {
-    return deny('signature date is more than 5 minutes from the server clock');
+    return deny(DENIALS.clock_skew);
   }
 
   const signed = auth.signedHeaders;
   if (signed.some((name) => name === '' || name !== name.toLowerCase())) {
-    return deny('SignedHeaders must be lowercase names');
+    return deny(DENIALS.signed_headers_not_lowercase);
   }
   for (let i = 1; i < signed.length; i++) {
     if ((signed[i - 1] ?? '') >= (signed[i] ?? '')) {
-      return deny('SignedHeaders must be sorted and unique');
+      return deny(DENIALS.signed_headers_unsorted);
     }
   }
-  if (!signed.includes('host')) return deny('host is not a signed header');
+  if (!signed.includes('host')) return deny(DENIALS.host_not_signed);
   const canonicalHeaders: string[] = [];
   for (const name of signed) {
     const value = Object.hasOwn(headers, name) ? headers[name] : undefined;
-    if (value === undefined) return deny('a signed header is missing from the request');
+    if (value === undefined) return deny(DENIALS.signed_header_missing);
     canonicalHeaders.push(`${name}:${canonicalHeaderValue(value)}\n`);
   }
 
@@ -287,9 +330,9 @@ export function verifySigV4<T extends SigV4Credentials>(
     : undefined;
   if (contentSha !== undefined) {
     const declared = single(contentSha);
-    if (declared === undefined) return deny('repeated X-Amz-Content-Sha256 header');
+    if (declared === undefined) return deny(DENIALS.repeated_content_sha256);
     if (declared !== UNSIGNED_PAYLOAD && declared !== bodyHash) {
-      return deny('X-Amz-Content-Sha256 does not match the body');
+      return deny(DENIALS.content_sha256_mismatch);
     }
     payloadHash = declared;
   }
@@ -297,10 +340,10 @@ export function verifySigV4<T extends SigV4Credentials>(
   let query: string;
   let uri: string;
   try {
-    query = canonicalQueryString(request.rawQueryString);
+    query = (options.canonicalQuery ?? canonicalQueryString)(request.rawQueryString);
     uri = canonicalUri(request.path);
   } catch {
-    return deny('malformed percent-encoding in the URL');
+    return deny(DENIALS.malformed_url);
   }
 
   const canonicalRequest = [
@@ -321,7 +364,7 @@ export function verifySigV4<T extends SigV4Credentials>(
   const expected = Buffer.from(hmac(kSigning, stringToSign).toString('hex'), 'utf8');
   const given = Buffer.from(auth.signature, 'utf8');
   if (expected.length !== given.length || !timingSafeEqual(expected, given)) {
-    return deny('signature does not match');
+    return deny(DENIALS.signature_mismatch);
   }
   return { ok: true, identity };
 }

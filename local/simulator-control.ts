@@ -5,13 +5,17 @@
  *
  * - `POST /__simulator/faults` with `{"endpoint":"token"|"keys","fault":{...},"times":n}`
  *   queues a fault (simulator-faults.ts) for the next `times` requests (default 1);
+ * - `GET /__simulator/faults` lists the faults still pending, per endpoint, in the
+ *   order they apply, each with the requests it has left;
+ * - `DELETE /__simulator/faults` clears them (`?endpoint=token|keys`: that endpoint's only),
+ *   so that a fault left from earlier cannot break a later try;
  * - `GET /__simulator/stats` answers the request counts (never a credential or token).
  *
  * The path cannot be mistaken for the provider's own API, which lives under /oauth
  * and /partner.
  */
 import * as v from 'valibot';
-import type { KeysFault, TokenFault } from './simulator-faults.js';
+import type { KeysFault, PendingFault, TokenFault } from './simulator-faults.js';
 import { error, type Reply } from './simulator-http.js';
 import type { SimulatorStats } from './simulator-stats.js';
 
@@ -54,17 +58,58 @@ const FaultRequest = v.variant('endpoint', [
   v.object({ endpoint: v.literal('keys'), fault: KeysFaultSchema, times: Times }),
 ]);
 
+export type FaultEndpoint = 'token' | 'keys';
+
+/** The pending faults of each endpoint, in the order they apply. */
+export interface PendingFaults {
+  token: PendingFault<TokenFault>[];
+  keys: PendingFault<KeysFault>[];
+}
+
 export interface ControlTarget {
   injectTokenFault(fault: TokenFault, times: number): void;
   injectKeysFault(fault: KeysFault, times: number): void;
+  pendingFaults(): PendingFaults;
+  /** Clears the pending faults of `endpoint`, or of both. */
+  clearFaults(endpoint?: FaultEndpoint): void;
   readonly stats: SimulatorStats;
 }
 
-/** Answers one control request; `body` is the request body already read. */
+const FAULT_METHODS = 'GET, POST, DELETE';
+
+/**
+ * The endpoints a GET or DELETE names: both, or the one in `?endpoint=token|keys`;
+ * a string saying what is wrong with any other query.
+ */
+function endpointsOf(rawQuery: string): FaultEndpoint[] | string {
+  const params = [...new URLSearchParams(rawQuery)];
+  if (params.length === 0) return ['token', 'keys'];
+  const [name, value] = params[0] ?? [];
+  if (params.length > 1 || name !== 'endpoint' || (value !== 'token' && value !== 'keys')) {
+    return 'the only query parameter is endpoint=token or endpoint=keys';
+  }
+  return [value];
+}
+
+function faultsReply(target: ControlTarget, method: string, rawQuery: string): Reply {
+  const endpoints = endpointsOf(rawQuery);
+  if (typeof endpoints === 'string') return error(400, 'invalid_request', endpoints);
+  const before = target.pendingFaults();
+  const listed = Object.fromEntries(endpoints.map((endpoint) => [endpoint, before[endpoint]]));
+  if (method === 'GET') return { status: 200, body: listed };
+  for (const endpoint of endpoints) target.clearFaults(endpoint);
+  return { status: 200, body: { cleared: listed } };
+}
+
+/**
+ * Answers one control request; `rawQuery` is the query string without `?`, `body`
+ * the request body already read.
+ */
 export function controlReply(
   target: ControlTarget,
   method: string,
   path: string,
+  rawQuery: string,
   body: string,
 ): Reply {
   const action = path.slice(CONTROL_PREFIX.length);
@@ -74,7 +119,10 @@ export function controlReply(
       : error(405, 'method_not_allowed', 'use GET', { allow: 'GET' });
   }
   if (action !== 'faults') return error(404, 'not_found', 'control actions: faults, stats');
-  if (method !== 'POST') return error(405, 'method_not_allowed', 'use POST', { allow: 'POST' });
+  if (method === 'GET' || method === 'DELETE') return faultsReply(target, method, rawQuery);
+  if (method !== 'POST') {
+    return error(405, 'method_not_allowed', `use ${FAULT_METHODS}`, { allow: FAULT_METHODS });
+  }
   let json: unknown;
   try {
     json = JSON.parse(body);

@@ -68,6 +68,21 @@ export function takeFault<F>(queue: QueuedFault<F>[]): F | undefined {
   return head.fault;
 }
 
+/** A pending fault as the control endpoint lists it: what it does and how many requests it has left. */
+export interface PendingFault<F> {
+  fault: F;
+  /** Requests it still applies to; `unlimited` for one queued with times Infinity. */
+  remaining: number | 'unlimited';
+}
+
+/** The queue in the order its faults apply (the first one applies to the next request). */
+export function pendingFaults<F>(queue: readonly QueuedFault<F>[]): PendingFault<F>[] {
+  return queue.map(({ fault, remaining }) => ({
+    fault: structuredClone(fault),
+    remaining: remaining === Number.POSITIVE_INFINITY ? 'unlimited' : remaining,
+  }));
+}
+
 export function queueFault<F>(queue: QueuedFault<F>[], fault: F, times: number): void {
   if (!(times > 0) || (!Number.isInteger(times) && times !== Number.POSITIVE_INFINITY)) {
     throw new RangeError(`times must be a positive integer or Infinity, got ${times}`);

@@ -178,6 +178,7 @@ export async function startLocalStack(
       identities,
       region,
       port: settings.port,
+      log: logger,
     });
     stops.push(() => url.close());
 

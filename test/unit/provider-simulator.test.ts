@@ -608,7 +608,7 @@ describe('control endpoint (/__simulator/)', () => {
 
   it('answers 404 to other control paths and 405 to the wrong method', async () => {
     expect((await control('reset', { method: 'POST' })).status).toBe(404);
-    expect((await control('faults')).status).toBe(405);
+    expect((await control('faults', { method: 'PUT', body: '{}' })).status).toBe(405);
     expect((await control('stats', { method: 'POST' })).status).toBe(405);
   });
 });

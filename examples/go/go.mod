@@ -1,0 +1,3 @@
+module example.com/vend
+
+go 1.19
