@@ -182,5 +182,5 @@ describe('listing indexes (DynamoDB Local)', () => {
       ['key-jobs', 'ACTIVE'],
       ['tokens', 'ACTIVE'],
     ]);
-  });
+  }, 60_000); // two index creations, each awaited until ACTIVE
 });
