@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { TokenVendingClient } from '../client/index.js';
 import { StaticCredentials } from '../functions/adapters/credentials.js';
+import { DynamoDbKeyJobIndex } from '../functions/adapters/dynamodb-key-job-index.js';
 import { DynamoDbKeyJobStore } from '../functions/adapters/dynamodb-key-job-store.js';
 import { DynamoDbTokenStore } from '../functions/adapters/dynamodb-token-store.js';
 import { FileKeyVault } from '../functions/adapters/file-key-vault.js';
@@ -175,7 +176,7 @@ export function createLocalAdmin(
   );
   const run = createAdmin({
     store,
-    jobs,
+    jobs: new DynamoDbKeyJobIndex(dynamodb, settings.vend.tableName),
     refresh: (scope) => forceRefresh(runtime.tokens, scope),
     issueKeys: (event) => job.handle(event),
     policy,

@@ -15,7 +15,6 @@ import type {
   KeyJobStore,
   SealedEncoding,
 } from '../issue-keys/ports.js';
-import { scanByPrefix } from './dynamodb-scan.js';
 
 type Item = Record<string, AttributeValue>;
 type WriteInput = Pick<
@@ -36,17 +35,22 @@ function withSet(expression: string, assignment: string): string {
     : `SET ${assignment} ${expression}`.trim();
 }
 
+/** The item's state; one that is absent or unknown reads as `pending`. */
+export function keyJobState(item: Item): KeyJobState {
+  const state = item.state?.S as KeyJobState | undefined;
+  return state && STATES.includes(state) ? state : 'pending';
+}
+
 /** Maps a `KEYS#<id>` item to the job's shape. */
 export function keyJobFromItem(item: Item): KeyJobRecord {
   const pk = item.pk?.S ?? '';
-  const state = item.state?.S as KeyJobState | undefined;
   const blob = item.sealed_response?.B;
   const encoding = item.sealed_encoding?.S as SealedEncoding | undefined;
   const optional = <T>(name: string, value: T | undefined) =>
     value === undefined ? {} : { [name]: value };
   return {
     businessApplicationId: item.business_application_id?.S ?? pk.slice('KEYS#'.length),
-    state: state && STATES.includes(state) ? state : 'pending',
+    state: keyJobState(item),
     attempts: readNum(item.attempts) ?? 0,
     issueCount: readNum(item.issue_count) ?? 0,
     ...optional('idempotencyKey', item.idempotency_key?.S),
@@ -292,13 +296,6 @@ export class DynamoDbKeyJobStore implements KeyJobStore {
         'AND (attribute_not_exists(lease_until) OR lease_until < :nowMs)',
     );
     return outcome.applied;
-  }
-
-  async list(): Promise<KeyJobRecord[]> {
-    const items = await scanByPrefix(this.#client, this.#table, 'KEYS#', (call) =>
-      this.#send('Scan', call),
-    );
-    return items.map((item) => keyJobFromItem(item));
   }
 
   /** An UpdateItem that requires `owner` to hold the lease, else LeaseLostError. */

@@ -8,7 +8,8 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { StoreUnavailableError } from '../core/errors.js';
 import type { LeaseTakeover, RefreshFailure, StoredItem, TokenStore } from '../core/ports.js';
-import { scanByPrefix } from './dynamodb-scan.js';
+import { scanIndex } from './dynamodb-scan.js';
+import { TOKEN_INDEX } from './table-indexes.js';
 
 type Item = Record<string, AttributeValue>;
 
@@ -98,6 +99,9 @@ export function fromItem(item: Item): StoredItem {
  * The L2 cache in DynamoDB (docs/cache-design.md): one item per scope, the lease
  * beside the token, `ttl = expires_at - 60`. SDK failures become
  * StoreUnavailableError; a failed condition is an answer, not an error.
+ * Every write that can create a token item (the lease) or that marks one (the
+ * token, a use mark) also sets `token_pk`, which puts the item in the token
+ * index that `list` reads (table-indexes.ts).
  */
 export class DynamoDbTokenStore implements TokenStore {
   readonly #client: DynamoDBClient;
@@ -134,6 +138,7 @@ export class DynamoDbTokenStore implements TokenStore {
       ':until': num(untilMs),
       ':ttl': num(leaseTtl(nowMs, seenRevision)),
       ':n': { S: 'N' },
+      ':pk': { S: pk },
     };
     // Whatever the core read as "no lease" or "no token" (absent, or not a
     // number) must satisfy the condition too, or such an item wedges its scope.
@@ -169,7 +174,8 @@ export class DynamoDbTokenStore implements TokenStore {
         new UpdateItemCommand({
           TableName: this.#table,
           Key: { pk: { S: pk } },
-          UpdateExpression: 'SET lease_owner = :owner, lease_until = :until, #ttl = :ttl',
+          UpdateExpression:
+            'SET lease_owner = :owner, lease_until = :until, #ttl = :ttl, token_pk = :pk',
           ConditionExpression: condition,
           ExpressionAttributeNames: { '#ttl': 'ttl' },
           ExpressionAttributeValues: values,
@@ -191,6 +197,7 @@ export class DynamoDbTokenStore implements TokenStore {
       ':ttl': num(token.expiresAt - 60),
       ':version': { S: token.credentialsVersion },
       ':owner': { S: owner },
+      ':pk': { S: pk },
     };
     const set = [
       'sealed_token = :sealed',
@@ -199,6 +206,7 @@ export class DynamoDbTokenStore implements TokenStore {
       'expires_at = :expires',
       '#ttl = :ttl',
       'credentials_version = :version',
+      'token_pk = :pk',
     ];
     const remove = ['lease_owner', 'lease_until', 'failed_at', 'failed_code'];
     if (token.scope === undefined) remove.push('#scope');
@@ -259,10 +267,10 @@ export class DynamoDbTokenStore implements TokenStore {
         new UpdateItemCommand({
           TableName: this.#table,
           Key: { pk: { S: pk } },
-          UpdateExpression: 'SET last_used_at = :at',
+          UpdateExpression: 'SET last_used_at = :at, token_pk = :pk',
           ConditionExpression:
             'attribute_exists(pk) AND (attribute_not_exists(last_used_at) OR NOT attribute_type(last_used_at, :n) OR last_used_at < :at)',
-          ExpressionAttributeValues: { ':at': num(atSeconds), ':n': { S: 'N' } },
+          ExpressionAttributeValues: { ':at': num(atSeconds), ':n': { S: 'N' }, ':pk': { S: pk } },
         }),
       ),
     );
@@ -280,8 +288,9 @@ export class DynamoDbTokenStore implements TokenStore {
     );
   }
 
+  /** Every token item, from the token index (eventually consistent). */
   async list(): Promise<StoredItem[]> {
-    const items = await scanByPrefix(this.#client, this.#table, 'TOKEN#', (call) =>
+    const items = await scanIndex(this.#client, this.#table, TOKEN_INDEX, 'TOKEN#', (call) =>
       this.#send('Scan', call),
     );
     return items.map((item) => fromItem(item));

@@ -6,7 +6,7 @@ import type { CoreLogger } from '../core/token-service-types.js';
 import type { ClearPendingKeyResult } from '../issue-keys/clear-pending-key.js';
 import type { KeyIssuingResult } from '../issue-keys/errors.js';
 import type { ClearPendingKeyRequest } from '../issue-keys/event.js';
-import type { KeyJobStore } from '../issue-keys/ports.js';
+import type { KeyJobSummaries } from '../issue-keys/ports.js';
 import { AdminError, asAdminError, assertConfiguredScope, parseAdminEvent } from './admin-event.js';
 import { keyJobStatus, policyStatus, type StatusReport, tokenStatus } from './status.js';
 
@@ -19,7 +19,8 @@ export interface RefreshOutcome {
 
 export interface AdminDeps {
   readonly store: Pick<TokenStore, 'list' | 'delete'>;
-  readonly jobs: Pick<KeyJobStore, 'list'>;
+  /** Key-job records, their non-secret part only (in AWS the key-jobs index). */
+  readonly jobs: KeyJobSummaries;
   /**
    * Forces a refresh of one scope under the vend path's lease. In AWS the
    * refresh function does it (only it and vend read the credentials secret);

@@ -3,7 +3,7 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import type { Context } from 'aws-lambda';
-import { DynamoDbKeyJobStore } from '../adapters/dynamodb-key-job-store.js';
+import { DynamoDbKeyJobIndex } from '../adapters/dynamodb-key-job-index.js';
 import { DynamoDbTokenStore } from '../adapters/dynamodb-token-store.js';
 import { LambdaInvoker } from '../adapters/lambda-invoker.js';
 import { policyProviderFor } from '../adapters/policy-provider.js';
@@ -13,8 +13,8 @@ import type { ClearPendingKeyResult } from '../issue-keys/clear-pending-key.js';
 import type { KeyIssuingResult } from '../issue-keys/errors.js';
 import { type AdminResult, createAdmin, type RefreshOutcome } from './admin.js';
 
-// Thin wiring. The admin role reads and deletes cache items and invokes the
-// refresh and issue-keys functions; it never reads the provider secret or
+// Thin wiring. The admin role lists token items and key-job summaries (two
+// table indexes), deletes token items and invokes the refresh and issue-keys functions; it never reads the provider secret or
 // writes key secrets itself (those stay with the functions that need them).
 const env = new EnvReader(process.env);
 const tableName = env.required('TABLE_NAME');
@@ -32,7 +32,7 @@ const invoker = new LambdaInvoker(new LambdaClient({}));
 
 const admin = createAdmin({
   store: new DynamoDbTokenStore(dynamodb, tableName),
-  jobs: new DynamoDbKeyJobStore(dynamodb, tableName),
+  jobs: new DynamoDbKeyJobIndex(dynamodb, tableName),
   refresh: (scope) =>
     invoker.invoke<RefreshOutcome>(refreshFunction, {
       action: 'refresh',

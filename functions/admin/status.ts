@@ -2,7 +2,7 @@ import { scopeLabel } from '../core/item-keys.js';
 import { MAX_CLOCK_SKEW_MS } from '../core/lease-watch.js';
 import type { LoadedPolicy } from '../core/policy-source.js';
 import type { StoredItem } from '../core/ports.js';
-import type { KeyJobRecord } from '../issue-keys/ports.js';
+import type { KeyJobSummary } from '../issue-keys/ports.js';
 import { isInUse } from '../refresh/in-use.js';
 
 /** One cached scope as `status` shows it: times in epoch seconds; never the token. */
@@ -20,13 +20,15 @@ export interface TokenStatus {
   readonly last_failure?: { readonly at: number; readonly code: string };
 }
 
-/** One key job as `status` shows it; never key material. */
+/**
+ * One key job as `status` shows it: never key material, nor the
+ * Idempotency-Key (the admin reads only the key-jobs index, which holds neither).
+ */
 export interface KeyJobStatus {
   readonly business_application_id: string;
-  readonly state: KeyJobRecord['state'];
+  readonly state: KeyJobSummary['state'];
   readonly attempts: number;
   readonly issue_count: number;
-  readonly idempotency_key?: string;
   readonly last_error?: string;
   readonly last_error_at?: number;
   readonly stored_at?: number;
@@ -96,13 +98,12 @@ export function policyStatus(loaded: LoadedPolicy): PolicyStatus {
   } as PolicyStatus);
 }
 
-export function keyJobStatus(record: KeyJobRecord, nowMs: number): KeyJobStatus {
+export function keyJobStatus(record: KeyJobSummary, nowMs: number): KeyJobStatus {
   return defined({
     business_application_id: record.businessApplicationId,
     state: record.state,
     attempts: record.attempts,
     issue_count: record.issueCount,
-    idempotency_key: record.idempotencyKey,
     last_error: record.lastError,
     last_error_at: record.lastErrorAt,
     stored_at: record.storedAt,
@@ -111,6 +112,6 @@ export function keyJobStatus(record: KeyJobRecord, nowMs: number): KeyJobStatus 
       record.leaseUntilMs !== undefined && record.leaseUntilMs >= nowMs
         ? Math.floor(record.leaseUntilMs / 1000)
         : undefined,
-    awaiting_store: record.sealed !== undefined,
+    awaiting_store: record.awaitingStore,
   } as KeyJobStatus);
 }

@@ -11,7 +11,8 @@ import { outcome, type TokenServiceDeps, type VendResult } from './token-service
 /**
  * Service while DynamoDB fails (docs/cache-design.md): from this instance's L1 when
  * it holds a servable token, else straight from the provider. Without the
- * shared failure record, each instance backs off on its own after a failure.
+ * shared failure record, each instance backs off on its own after a failure,
+ * and damps `revoked=` reports on its own (one replacement a minute).
  */
 export class DegradedMode {
   readonly #deps: TokenServiceDeps;
@@ -54,7 +55,13 @@ export class DegradedMode {
     if (backOff) throw backOff;
     let token: Token;
     try {
-      token = await mintToken(this.#deps, scope, credentials, nowMs + this.#leaseMs);
+      const minted = await mintToken(this.#deps, scope, credentials, nowMs + this.#leaseMs);
+      // With a report, mark the new token as a replacement, so the one-minute
+      // rule of revocation.ts damps the next reports on this instance as the
+      // shared record does across instances. Without the table this instance
+      // cannot tell whether the report named the token others hold, so any
+      // report that leads to a mint counts: it errs toward fewer mints.
+      token = revoked === undefined ? minted : { ...minted, replacesRevoked: true };
     } catch (error) {
       this.#failures.set(key, failureOf(error, this.#deps.clock.now()));
       throw afterRecordedFailure(error, this.#backoffMs);

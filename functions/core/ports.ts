@@ -132,6 +132,9 @@ export interface TokenStore {
   markUsed(pk: string, atSeconds: number): Promise<void>;
   /** Removes an item (operator invalidation); false when there was none to remove. */
   delete(pk: string): Promise<boolean>;
-  /** Every token item (operator status). */
+  /**
+   * Every token item (operator status, the scheduled refresh), eventually
+   * consistent: an item written a moment ago may be missing.
+   */
   list(): Promise<StoredItem[]>;
 }

@@ -135,8 +135,31 @@ export interface KeyJobStore {
     nowMs: number,
     next: 'stored' | 'rejected',
   ): Promise<boolean>;
-  /** Every job record (operator status). */
-  list(): Promise<KeyJobRecord[]>;
+}
+
+/**
+ * A job record as operators see it (the admin `status`): its non-secret part
+ * only, never the Idempotency-Key or the sealed answer.
+ */
+export interface KeyJobSummary {
+  readonly businessApplicationId: string;
+  readonly state: KeyJobState;
+  readonly attempts: number;
+  readonly issueCount: number;
+  /** Epoch milliseconds: a run holds the job until then. */
+  readonly leaseUntilMs?: number;
+  readonly lastError?: FailureCode;
+  readonly lastErrorAt?: number;
+  readonly storedAt?: number;
+  readonly secretName?: string;
+  /** The provider's answer is kept sealed in the record, waiting to be stored. */
+  readonly awaitingStore: boolean;
+}
+
+/** Lists job records for operators. May throw a KeyJobStoreError. */
+export interface KeyJobSummaries {
+  /** Every job record, eventually consistent: one written a moment ago may be missing. */
+  list(): Promise<KeyJobSummary[]>;
 }
 
 /** Where issued keys are kept: Secrets Manager in AWS, files locally. */

@@ -3,6 +3,7 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { TOKEN_INDEX } from '../../functions/adapters/table-indexes.js';
 import type { StageConfig } from '../config.js';
 import type { CredentialsSecret } from './credentials-secret.js';
 import { ScheduledInvocation } from './scheduling.js';
@@ -60,7 +61,8 @@ export class Refresh extends Construct {
     props.cache.connectTable(this.fn, {
       items: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
       prefix: 'TOKEN#',
-      scan: true,
+      // The scheduled run lists the cached scopes from the token index.
+      list: [TOKEN_INDEX],
     });
     props.cache.connectSealer(this.fn, 'TOKEN#', 'encrypt');
     props.credentials.connect(this.fn);

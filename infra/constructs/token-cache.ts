@@ -3,6 +3,7 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
+import { LISTING_INDEXES, type ListingIndex } from '../../functions/adapters/table-indexes.js';
 import type { TokenVendingFunction } from './token-vending-function.js';
 
 /** Item key prefixes (functions/core/item-keys.ts, functions/issue-keys/business-application-id.ts). */
@@ -21,12 +22,23 @@ const SEALER_ACTIONS: Record<Sealer, readonly string[]> = {
   envelope: ['kms:GenerateDataKey', 'kms:Decrypt'],
 };
 
+/**
+ * CDK context naming the one listing index to create (`tokens`), for the
+ * first of two deploys that bring the listing indexes to a table created
+ * before them: CloudFormation creates at most one global secondary index per
+ * table update (docs/deploying.md, "A stage created before the listing indexes").
+ */
+export const LISTING_INDEXES_CONTEXT = 'tokenVending:listingIndexes';
+
 export interface TableAccess {
   /** Item actions, allowed only on items whose `pk` starts with `prefix`. */
   readonly items: readonly ItemAction[];
   readonly prefix: ItemPrefix;
-  /** Scan (not limited by key: the functions filter by prefix themselves). */
-  readonly scan?: boolean;
+  /**
+   * Listing indexes the function may Scan (functions/adapters/table-indexes.ts);
+   * each lists the items of one prefix only. Default: none. Never the table.
+   */
+  readonly list?: readonly ListingIndex[];
 }
 
 /**
@@ -122,9 +134,12 @@ export class TokenCache extends Construct {
   /** Key policy statements that `connectTable` and `connectSealer` add principals to. */
   readonly #throughDynamoDb: iam.PolicyStatement;
   readonly #sealing = new Map<ItemPrefix, { statement: iam.PolicyStatement; sealer: Sealer }>();
+  /** The listing indexes this table has (all of them, unless the context names fewer). */
+  readonly #indexes: readonly ListingIndex[];
 
   constructor(scope: Construct, id: string, props: TokenCacheProps) {
     super(scope, id);
+    this.#indexes = chosenIndexes(this.node.tryGetContext(LISTING_INDEXES_CONTEXT));
     const { account, region } = Stack.of(this);
     const deployment = new iam.ArnPrincipal(props.deploymentRoleArn);
     const administrators = [
@@ -195,14 +210,43 @@ export class TokenCache extends Construct {
       deletionProtection: !props.throwaway,
       removalPolicy: props.throwaway ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
     });
+    // Sparse listing indexes, so refresh and admin list their items without a
+    // Scan of the table (which no IAM condition can limit to a key prefix).
+    for (const index of this.#indexes) {
+      this.table.addGlobalSecondaryIndex({
+        indexName: index.name,
+        partitionKey: { name: index.key, type: dynamodb.AttributeType.STRING },
+        ...(index.attributes
+          ? {
+              projectionType: dynamodb.ProjectionType.INCLUDE,
+              nonKeyAttributes: [...index.attributes],
+            }
+          : { projectionType: dynamodb.ProjectionType.ALL }),
+      });
+    }
   }
 
   /**
    * Sets TABLE_NAME and grants exactly `access`: item actions limited to one
-   * key prefix (`dynamodb:LeadingKeys`), Scan if asked, and the KMS use DynamoDB
-   * makes of the table key on the caller's behalf.
+   * key prefix, Scan of the listing indexes asked for, and the KMS use
+   * DynamoDB makes of the table key on the caller's behalf.
+   *
+   * Item actions carry `ForAllValues:StringLike` on `dynamodb:LeadingKeys`,
+   * the partition key values a request names ("Using IAM policy conditions for
+   * fine-grained access control",
+   * docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html).
+   * A Scan names no key, so no such condition can limit it: a Scan on the table
+   * would read every item. Scan is granted on index ARNs
+   * (`<table ARN>/index/<name>`) instead, a resource of its own that a grant on
+   * the table does not cover, nor the other way round ("IAM policy to grant
+   * access to a specific DynamoDB table and its indexes",
+   * docs.aws.amazon.com/amazondynamodb/latest/developerguide/iam-policy-specific-table-indexes.html);
+   * each index holds one prefix's items only, the key-jobs index without
+   * their secrets (table-indexes.ts).
    */
   connectTable(fn: TokenVendingFunction, access: TableAccess): void {
+    // An index the table does not have yet (LISTING_INDEXES_CONTEXT) is granted with it.
+    const lists = (access.list ?? []).filter((index) => this.#indexes.includes(index));
     fn.addEnvironment('TABLE_NAME', this.table.tableName);
     fn.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
@@ -214,12 +258,12 @@ export class TokenCache extends Construct {
         },
       }),
     );
-    if (access.scan) {
+    if (lists.length > 0) {
       fn.role.addToPrincipalPolicy(
         new iam.PolicyStatement({
-          sid: 'ScanTable',
+          sid: 'ListThroughIndexes',
           actions: ['dynamodb:Scan'],
-          resources: [this.table.tableArn],
+          resources: lists.map((index) => `${this.table.tableArn}/index/${index.name}`),
         }),
       );
     }
@@ -254,4 +298,19 @@ export class TokenCache extends Construct {
     this.#sealing.set(prefix, { statement, sealer });
     this.key.addToResourcePolicy(statement);
   }
+}
+
+/** The listing indexes a context value names (comma-separated), or all of them when unset. */
+function chosenIndexes(value: unknown): readonly ListingIndex[] {
+  if (value === undefined) return LISTING_INDEXES;
+  const names = String(value)
+    .split(',')
+    .map((name) => name.trim());
+  const unknown = names.filter((name) => !LISTING_INDEXES.some((index) => index.name === name));
+  if (unknown.length > 0) {
+    throw new Error(
+      `${LISTING_INDEXES_CONTEXT}: no listing index ${unknown.join(', ')} (there are ${LISTING_INDEXES.map((i) => i.name).join(', ')})`,
+    );
+  }
+  return LISTING_INDEXES.filter((index) => names.includes(index.name));
 }

@@ -226,12 +226,18 @@ describe('least privilege', () => {
     Resource: { 'Fn::GetAtt': [table, 'Arn'] },
     Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${prefix}*`] } },
   });
-  const scan = (): Statement => ({
-    Sid: 'ScanTable',
-    Effect: 'Allow',
-    Action: 'dynamodb:Scan',
-    Resource: { 'Fn::GetAtt': [table, 'Arn'] },
-  });
+  /** Scan of the named listing indexes only: never of the table, which no key condition limits. */
+  const listThrough = (...indexes: string[]): Statement => {
+    const arns = indexes.map((name) => ({
+      'Fn::Join': ['', [{ 'Fn::GetAtt': [table, 'Arn'] }, `/index/${name}`]],
+    }));
+    return {
+      Sid: 'ListThroughIndexes',
+      Effect: 'Allow',
+      Action: 'dynamodb:Scan',
+      Resource: arns.length === 1 ? arns[0] : arns,
+    };
+  };
   const readSecret = (): Statement => ({
     Sid: 'ReadProviderCredentials',
     Effect: 'Allow',
@@ -280,11 +286,11 @@ describe('least privilege', () => {
     ]);
   });
 
-  it('lets refresh do what vend does, plus Scan and its failed-runs destination', () => {
+  it('lets refresh do what vend does, plus Scan of the token index and its failed-runs destination', () => {
     expect(statementsOf(template, roleIdOf(template, REFRESH))).toEqual([
       logs(REFRESH),
       items(['dynamodb:GetItem', 'dynamodb:UpdateItem'], 'TOKEN#', 'ItemsTokenOnly'),
-      scan(),
+      listThrough('tokens'),
       readSecret(),
       failedRuns(),
       readPolicy(),
@@ -310,11 +316,11 @@ describe('least privilege', () => {
     ]);
   });
 
-  it('lets admin scan, delete token items and invoke refresh and issue-keys: no key, no secret', () => {
+  it('lets admin list through the token and key-job indexes, delete token items and invoke refresh and issue-keys: no key, no secret', () => {
     expect(statementsOf(template, roleIdOf(template, ADMIN))).toEqual([
       logs(ADMIN),
       items(['dynamodb:DeleteItem'], 'TOKEN#', 'ItemsTokenOnly'),
-      scan(),
+      listThrough('key-jobs', 'tokens'),
       {
         Sid: 'InvokeRefreshAndIssueKeys',
         Effect: 'Allow',

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { DynamoDbKeyJobIndex } from '../../functions/adapters/dynamodb-key-job-index.js';
 import { DynamoDbKeyJobStore } from '../../functions/adapters/dynamodb-key-job-store.js';
 import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
 import { type AdminDeps, createAdmin } from '../../functions/admin/admin.js';
@@ -44,7 +45,7 @@ function world(overrides: Partial<AdminDeps> = {}) {
   const cleared: ClearPendingKeyRequest[] = [];
   const admin = createAdmin({
     store,
-    jobs,
+    jobs: new DynamoDbKeyJobIndex(shared.client, shared.table),
     refresh: (scope) => forceRefresh(adminInstance.tokens, scope),
     issueKeys: async (event) => {
       issued.push(event);

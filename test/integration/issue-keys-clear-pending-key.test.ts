@@ -4,6 +4,7 @@
  * wires it) and through the job, with the job records on DynamoDB Local.
  */
 import { describe, expect, it } from 'vitest';
+import { DynamoDbKeyJobIndex } from '../../functions/adapters/dynamodb-key-job-index.js';
 import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
 import { createAdmin } from '../../functions/admin/admin.js';
 import { AccessPolicy } from '../../functions/core/access-policy.js';
@@ -38,7 +39,7 @@ function admin() {
   const logger = capturingLogger();
   const run = createAdmin({
     store: new DynamoDbTokenStore(kj.h.ddb, kj.h.table),
-    jobs: kj.h.store,
+    jobs: new DynamoDbKeyJobIndex(kj.h.ddb, kj.h.table),
     refresh: async () => Promise.reject(new Error('not used')),
     issueKeys: (event) => job.handle(event),
     clearPendingKey: (request) => job.clearPendingKey({ action: 'clear-pending-key', ...request }),

@@ -12,7 +12,7 @@ import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secre
 import type { Context } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, inject, it, vi } from 'vitest';
-import { DynamoDbKeyJobStore } from '../../functions/adapters/dynamodb-key-job-store.js';
+import { DynamoDbKeyJobIndex } from '../../functions/adapters/dynamodb-key-job-index.js';
 import type {
   InvalidKeyIssuingRequestError,
   KeyIssuingFailedError,
@@ -114,7 +114,7 @@ it("a scheduled run issues the access policy document's ids, sealing with a KMS 
     EncryptionContext: { pk: 'KEYS#ba_demo_1' },
   });
   const client = dynamoClient();
-  const records = await new DynamoDbKeyJobStore(client, table).list();
+  const records = await new DynamoDbKeyJobIndex(client, table).list();
   client.destroy();
   expect(records.map((r) => [r.businessApplicationId, r.state]).sort()).toEqual([
     ['ba_demo_1', 'stored'],

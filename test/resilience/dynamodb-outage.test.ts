@@ -4,6 +4,7 @@
  * Instances keep serving from L1 or straight from the provider, never a 500,
  * and use the shared cache again as soon as it answers.
  */
+import { createHash } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, beforeEach, expect, inject, it } from 'vitest';
 import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
@@ -12,6 +13,7 @@ import { LOCAL_AWS_CREDENTIALS } from '../../local/table.js';
 import { TestClock } from '../support/clock.js';
 import { createTestTable, dynamoClient } from '../support/dynamodb.js';
 import { ask, expectSound, fleetInstance, startTcpProxy, type TcpProxy } from '../support/fleet.js';
+import { urlEvent, vend } from '../support/vend-harness.js';
 
 let sim: ProviderSimulator;
 let proxy: TcpProxy;
@@ -99,6 +101,55 @@ it('during an outage, never tells the caller whose mint failed to come back befo
     expect(failed.headers['retry-after']).toBe('5');
     expect(retried.status).toBe(503);
     expect(sim.stats.tokenRequests).toBe(3);
+  } finally {
+    await proxy.up();
+  }
+});
+
+it('during an outage, a caller that reports each token it receives causes one mint a minute, not one per report', async () => {
+  // Regression: degraded mode replaced every reported token at once, and its
+  // replacement never counted as one, so a caller looping on provider 401s
+  // caused a mint per report (10 in 10 s) where the shared path causes one.
+  // Prepare: L1 outlives the minute, so only the report rule decides
+  const clock = new TestClock({ virtualSleep: true, frozenAt: 1_800_000_000_500 });
+  const instance = fleetInstance({
+    sim,
+    store: new DynamoDbTokenStore(client, table),
+    clock,
+    tokenConfig: { l1MaxAgeSeconds: 600 },
+  });
+  const fingerprintOf = (token: unknown) =>
+    createHash('sha256').update(String(token)).digest('hex').slice(0, 16);
+  const report = (token: unknown) =>
+    vend(instance, urlEvent({ query: `revoked=${fingerprintOf(token)}&scope=ba_demo_2` }));
+  await proxy.down();
+  try {
+    const first = await ask(instance, 'ba_demo_2');
+    const mintsBefore = sim.stats.tokenRequests;
+
+    // Act: ten reports in ten seconds, each of the token the caller last received
+    const answers = [];
+    let held = first.body.access_token;
+    for (let i = 0; i < 10; i++) {
+      const answer = await report(held);
+      answers.push(answer);
+      held = answer.body.access_token;
+      clock.advance(1);
+    }
+    const mintsFromReports = sim.stats.tokenRequests - mintsBefore;
+    clock.advance(50); // a minute after the replacement was minted
+    const unreported = await ask(instance, 'ba_demo_2');
+    const later = await report(held);
+
+    // Assess
+    expect(first.status).toBe(200);
+    for (const answer of [...answers, unreported, later]) expect(answer.status).toBe(200);
+    expect(answers[0]!.body.access_token).not.toBe(first.body.access_token);
+    expect(mintsFromReports).toBe(1);
+    expect(new Set(answers.map((answer) => answer.body.access_token)).size).toBe(1);
+    expect(unreported.body.access_token).toBe(held);
+    expect(later.body.access_token).not.toBe(held);
+    expect(sim.stats.tokenRequests - mintsBefore).toBe(2);
   } finally {
     await proxy.up();
   }
