@@ -18,7 +18,7 @@ it('adds no more than the signer, the credential chain and its own few KB to a b
 
   expect(client.bytes - reference.bytes).toBeLessThan(OWN_CODE_BUDGET_BYTES);
   const heavy = client.inputs.filter((input) =>
-    /^(functions|local)\/|^client\/(?!dist\/)|^client\/dist\/(cli|admin|stack-file|tvm)|node_modules\/(@aws-sdk\/client-lambda|@aws-lambda-powertools|valibot)\//.test(
+    /^(functions|local)\/|^client\/(?!dist\/)|^client\/dist\/(cli|admin|tvm|agent|exec|status-table|project-script)|node_modules\/(@aws-sdk\/client-lambda|@aws-lambda-powertools|valibot)\//.test(
       input,
     ),
   );
