@@ -1,34 +1,45 @@
 /**
  * `tvm`, the command line for people: `tvm token` prints a token from the vend
- * URL, `tvm admin` runs an admin event (docs/operations.md). Exit codes: 0 ok,
- * 1 error (`tvm: <code>: <title>` on stderr), 2 usage.
+ * URL, `tvm grants` what the caller is granted, `tvm exec` runs a command with
+ * a token, `tvm agent` serves tokens on localhost, `tvm status` and
+ * `tvm admin` run admin events (docs/operations.md). Exit codes: 0 ok, 1 error
+ * (`tvm: <code>: <title>` on stderr), 2 usage; `tvm exec` exits with its
+ * command's code.
  *
  * `main` takes its arguments, environment and streams as parameters so that
  * tests run it in-process; `tvm.ts` (the package's bin) calls it with the real ones.
  */
-import { type AdminEvent, invokeAdminFunction, runLocalAdmin } from './admin.js';
+import {
+  type AdminEvent,
+  formatPayload,
+  invokeAdminFunction,
+  requireLocalStack,
+  runLocalAdmin,
+} from './admin.js';
 import { noPositionals, parse, parseMinTtl, shown } from './cli-args.js';
 import { CliError, UsageError } from './cli-error.js';
+import { grantsCommand } from './cli-grants.js';
 import type { CliIo } from './cli-io.js';
-import {
-  CREDENTIALS_HELP,
-  loadStack,
-  TARGET_HELP,
-  TARGET_OPTIONS,
-  vendClientOptions,
-} from './cli-target.js';
+import { statusCommand } from './cli-status.js';
+import { CREDENTIALS_HELP, TARGET_HELP, TARGET_OPTIONS, vendClientOptions } from './cli-target.js';
 import { TokenVendingError } from './errors.js';
 import { runProjectScript } from './project-script.js';
 import { STACK_FILE } from './stack-file.js';
 import { TokenVendingClient } from './token-vending-client.js';
 import { vendBody } from './vend-body.js';
 
+export { GRANTS_HELP } from './cli-grants.js';
 export type { CliIo } from './cli-io.js';
+export { STATUS_HELP } from './cli-status.js';
 
 export const MAIN_HELP = `Usage: tvm <command> [options]
 
 Commands:
   token    print a bearer token from the token vending URL
+  grants   print what the vend URL grants you (which scopes, the unscoped token)
+  exec     run a command with a token in its environment
+  agent    serve tokens on localhost to services that do not sign (a sidecar)
+  status   show what is cached, as a table (the admin status event)
   admin    run an admin event (status, invalidate, refresh, issue-keys)
   policy   check an access policy document before deploying it
 
@@ -138,15 +149,6 @@ function parseEvent(text: string): AdminEvent {
   return event as AdminEvent;
 }
 
-/** JSON payloads pretty-printed; anything else as it came. */
-function formatPayload(payload: string): string {
-  try {
-    return `${JSON.stringify(JSON.parse(payload), null, 2)}\n`;
-  } catch {
-    return payload === '' || payload.endsWith('\n') ? payload : `${payload}\n`;
-  }
-}
-
 async function adminCommand(args: readonly string[], io: CliIo): Promise<number> {
   const { values, positionals } = parse(
     args,
@@ -177,12 +179,7 @@ async function adminCommand(args: readonly string[], io: CliIo): Promise<number>
     io.stdout.write(formatPayload(payload));
     return 0;
   }
-  if (!(await loadStack(io.cwd))) {
-    throw new UsageError(
-      `no admin target: pass --function NAME, or start the local stack (npm start) so that ./${STACK_FILE} exists`,
-      'admin',
-    );
-  }
+  await requireLocalStack(io.cwd, 'admin');
   return runLocalAdmin({ cwd: io.cwd, env: io.env, event, stdout: io.stdout, stderr: io.stderr });
 }
 
@@ -263,6 +260,10 @@ export async function main(
         return 0;
       case 'token':
         return await tokenCommand(rest, io);
+      case 'grants':
+        return await grantsCommand(rest, io);
+      case 'status':
+        return await statusCommand(rest, io);
       case 'admin':
         return await adminCommand(rest, io);
       case 'policy':
