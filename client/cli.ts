@@ -23,6 +23,7 @@ import type { CliIo } from './cli-io.js';
 import { statusCommand } from './cli-status.js';
 import { CREDENTIALS_HELP, TARGET_HELP, TARGET_OPTIONS, vendClientOptions } from './cli-target.js';
 import { TokenVendingError } from './errors.js';
+import { execCommand } from './exec.js';
 import { runProjectScript } from './project-script.js';
 import { STACK_FILE } from './stack-file.js';
 import { TokenVendingClient } from './token-vending-client.js';
@@ -31,6 +32,7 @@ import { vendBody } from './vend-body.js';
 export { GRANTS_HELP } from './cli-grants.js';
 export type { CliIo } from './cli-io.js';
 export { STATUS_HELP } from './cli-status.js';
+export { EXEC_HELP } from './exec.js';
 
 export const MAIN_HELP = `Usage: tvm <command> [options]
 
@@ -262,6 +264,8 @@ export async function main(
         return await tokenCommand(rest, io);
       case 'grants':
         return await grantsCommand(rest, io);
+      case 'exec':
+        return await execCommand(rest, io);
       case 'status':
         return await statusCommand(rest, io);
       case 'admin':
