@@ -16,6 +16,7 @@ import {
   requireLocalStack,
   runLocalAdmin,
 } from './admin.js';
+import { agentCommand } from './cli-agent.js';
 import { noPositionals, parse, parseMinTtl, shown } from './cli-args.js';
 import { CliError, UsageError } from './cli-error.js';
 import { grantsCommand } from './cli-grants.js';
@@ -29,6 +30,7 @@ import { STACK_FILE } from './stack-file.js';
 import { TokenVendingClient } from './token-vending-client.js';
 import { vendBody } from './vend-body.js';
 
+export { AGENT_HELP } from './cli-agent.js';
 export { GRANTS_HELP } from './cli-grants.js';
 export type { CliIo } from './cli-io.js';
 export { STATUS_HELP } from './cli-status.js';
@@ -264,6 +266,8 @@ export async function main(
         return await tokenCommand(rest, io);
       case 'grants':
         return await grantsCommand(rest, io);
+      case 'agent':
+        return await agentCommand(rest, io);
       case 'exec':
         return await execCommand(rest, io);
       case 'status':
