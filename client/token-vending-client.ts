@@ -137,7 +137,7 @@ export class TokenVendingClient {
   readonly #revoked = new Map<string, string>();
 
   /** @throws TokenVendingError `invalid_config`, listing every problem with the options. */
-  constructor(options: TokenVendingClientOptions) {
+  constructor(options: TokenVendingClientOptions = {}) {
     const { base, region, credentials } = validate(options);
     this.#signer = new VendRequestSigner(base, region, credentials ?? defaultCredentials());
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));

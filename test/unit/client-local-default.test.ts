@@ -89,6 +89,15 @@ describe('a client given neither url nor credentials', () => {
     expect(sent?.credential).toMatch(/^AKIALOCALSTACKFILE01\/\d{8}\/eu-central-1\/lambda\//);
   });
 
+  it('is what new TokenVendingClient() with no argument at all does', async () => {
+    await workIn(STACK);
+    const withStack = () => new TokenVendingClient();
+    expect(withStack).not.toThrow();
+
+    await workIn();
+    expect(withStack).toThrowError(expect.objectContaining({ code: 'invalid_config' }));
+  });
+
   it('takes an explicit region over the stack file', async () => {
     await workIn(STACK);
 
