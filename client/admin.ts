@@ -62,7 +62,7 @@ async function loadLambdaClient(): Promise<typeof import('@aws-sdk/client-lambda
     if (!missing) throw error;
     throw new CliError(
       'not_available',
-      'tvm admin --function needs @aws-sdk/client-lambda: install it next to @token-vending/client ' +
+      'tvm admin --function needs @aws-sdk/client-lambda: install it next to the package tvm came with ' +
         '(npm install @aws-sdk/client-lambda)',
       1,
       { cause: error },
