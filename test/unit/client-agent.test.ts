@@ -1,51 +1,15 @@
 /**
- * `tvm agent`'s server and command in-process: the vend URL is a scripted
- * fetch (requests really signed), the agent a real HTTP server on loopback.
+ * `tvm agent`'s server in-process: the vend URL is a scripted fetch (requests
+ * really signed), the agent a real HTTP server on loopback.
  */
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { AGENT_TOKEN_HEADER, type RunningAgent, startAgent } from '../../client/agent.js';
-import { AGENT_HELP, type CliIo, main } from '../../client/cli.js';
 import { type FetchFunction, TokenVendingClient } from '../../client/index.js';
+import { AGENT_TOKEN, CREDENTIALS, clock, NOW, URL_EU, vendUrl } from '../support/scripted-vend.js';
 
-const NOW = Date.UTC(2030, 0, 1);
-const URL_EU = 'https://abcdefghijklmnopqrstuvwxyz012345.lambda-url.eu-west-1.on.aws';
-const CREDENTIALS = {
-  accessKeyId: 'AKIAUNITTEST00000001',
-  secretAccessKey: 'unitTestSecretAccessKey00000000000000000',
-};
-const AGENT_TOKEN = 'agent-token-for-unit-tests-0123456789';
 const fingerprint = (token: string) =>
   createHash('sha256').update(token, 'utf8').digest('hex').slice(0, 16);
-
-let clockMs = NOW;
-const clock = { now: () => clockMs, sleep: async () => undefined };
-
-/** A vend URL that mints tok_1, tok_2, ... and records each request's query. */
-function vendUrl(answer?: (query: URLSearchParams) => Response | undefined) {
-  const queries: URLSearchParams[] = [];
-  let minted = 0;
-  const fetch: FetchFunction = async (url) => {
-    const query = new URL(url).searchParams;
-    queries.push(query);
-    const scripted = answer?.(query);
-    if (scripted) return scripted;
-    minted += 1;
-    const scope = query.get('scope');
-    return Response.json({
-      access_token: `tok_${minted}_secret`,
-      token_type: 'Bearer',
-      expires_in: 7200,
-      expires_at: Math.floor(clockMs / 1000) + 7200,
-      ...(scope ? { scope } : {}),
-    });
-  };
-  return { fetch, queries };
-}
 
 let agent: RunningAgent | undefined;
 let logged: string[] = [];
@@ -64,7 +28,7 @@ async function agentWith(fetch: FetchFunction): Promise<RunningAgent> {
 }
 
 afterEach(async () => {
-  clockMs = NOW;
+  clock.ms = NOW;
   await agent?.close();
   agent = undefined;
 });
@@ -125,7 +89,7 @@ describe('the agent server', () => {
     const vend = vendUrl();
     await agentWith(vend.fetch);
     await get('/token?scope=ba_1');
-    clockMs += 6900 * 1000; // 300 s left
+    clock.ms += 6900 * 1000; // 300 s left
 
     const answer = await get('/token?scope=ba_1&min_ttl=600');
 
@@ -261,156 +225,5 @@ describe('the agent server', () => {
     ]);
     expect(logged.join('\n').includes('tok_1_secret')).toBe(false);
     expect(logged.join('\n').includes(AGENT_TOKEN)).toBe(false);
-  });
-});
-
-describe('tvm agent', () => {
-  let root: string;
-  beforeAll(async () => {
-    root = await mkdtemp(join(tmpdir(), 'tvm-agent-'));
-  });
-  afterAll(() => rm(root, { recursive: true, force: true }));
-
-  /** Runs `tvm agent <args>` until `work` is done with its URL; the run's result. */
-  async function run(
-    args: string[],
-    work: (url: string, stderr: () => string) => Promise<void> = async () => {},
-    env: Record<string, string> = {},
-  ) {
-    const stop = new AbortController();
-    let stderr = '';
-    let stdout = '';
-    const io: CliIo = {
-      env,
-      cwd: root,
-      stdout: { write: (text: string) => (stdout += text) },
-      stderr: { write: (text: string) => (stderr += text) },
-      fetch: vendUrl().fetch,
-      clock,
-      signal: stop.signal,
-    };
-    const running = main(['agent', '--url', URL_EU, '--port', '0', ...args], {
-      ...io,
-      env: {
-        AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
-        ...env,
-      },
-    });
-    const started = Date.now();
-    let url: string | undefined;
-    while (!url && Date.now() - started < 5000) {
-      url = /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(stderr)?.[1];
-      if (!url) {
-        if (/tvm: /.test(stderr)) break;
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    }
-    if (url) await work(url, () => stderr);
-    stop.abort();
-    return { code: await running, stderr, stdout };
-  }
-
-  it('writes a new agent token to the token file (mode 0600), accepts it, and removes the file on stop', async () => {
-    const file = join(root, 'run', 'agent-token');
-    let seen: { mode: number; token: string; status: number } | undefined;
-
-    const result = await run(['--token-file', file], async (url) => {
-      const token = (await readFile(file, 'utf8')).trim();
-      const response = await fetch(`${url}/token?scope=ba_1`, {
-        headers: { [AGENT_TOKEN_HEADER]: token },
-      });
-      seen = { mode: (await stat(file)).mode & 0o777, token, status: response.status };
-    });
-
-    expect(result.code).toBe(0);
-    expect(seen?.mode).toBe(0o600);
-    expect(seen?.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(seen?.status).toBe(200);
-    expect(result.stderr.includes(seen?.token ?? '')).toBe(false);
-    expect(result.stderr).toContain(`"tokenFile":"${file}"`);
-    await expect(stat(file)).rejects.toMatchObject({ code: 'ENOENT' });
-  });
-
-  it('makes a new agent token at each start', async () => {
-    const file = join(root, 'each-start');
-    const tokens: string[] = [];
-    const read = async () => {
-      tokens.push(await readFile(file, 'utf8'));
-    };
-
-    await run(['--token-file', file], read);
-    await run(['--token-file', file], read);
-
-    expect(tokens).toHaveLength(2);
-    expect(tokens[0]).not.toBe(tokens[1]);
-  });
-
-  it('writes the token file with --token-file-mode', async () => {
-    const file = join(root, 'shared', 'agent-token');
-    let mode = 0;
-
-    await run(['--token-file', file, '--token-file-mode', '644'], async () => {
-      mode = (await stat(file)).mode & 0o777;
-    });
-
-    expect(mode).toBe(0o644);
-  });
-
-  it('takes the agent token from --token-env, writing no file', async () => {
-    let status = 0;
-
-    const result = await run(
-      ['--token-env', 'MY_AGENT_TOKEN'],
-      async (url) => {
-        const response = await fetch(`${url}/token`, {
-          headers: { [AGENT_TOKEN_HEADER]: AGENT_TOKEN },
-        });
-        status = response.status;
-      },
-      { MY_AGENT_TOKEN: AGENT_TOKEN },
-    );
-
-    expect(result.code).toBe(0);
-    expect(status).toBe(200);
-    expect(result.stderr).toContain('"tokenEnv":"MY_AGENT_TOKEN"');
-  });
-
-  it.each([
-    ['a short --token-env value', ['--token-env', 'SHORT'], { SHORT: 'abc' }],
-    ['--token-env with --token-file', ['--token-env', 'X', '--token-file', 'f'], {}],
-    ['a bad --port', ['--port', '70000'], {}],
-    ['a --token-file-mode others may write', ['--token-file-mode', '666'], {}],
-    ['an argument', ['now'], {}],
-  ])('exits 2 on %s', async (_label, args, env) => {
-    const result = await run(args, undefined, env);
-
-    expect(result.code).toBe(2);
-  });
-
-  it('exits 1 when the port is taken', async () => {
-    const taken = createServer();
-    await new Promise<void>((listening) => taken.listen(0, '127.0.0.1', listening));
-    const { port } = taken.address() as { port: number };
-    try {
-      const result = await run(['--port', String(port), '--token-file', join(root, 'taken')]);
-
-      expect(result.code).toBe(1);
-      expect(result.stderr).toContain(`tvm: address_in_use: 127.0.0.1:${port} is in use`);
-    } finally {
-      taken.close();
-    }
-  });
-
-  it('has --help', async () => {
-    let stdout = '';
-    const code = await main(['agent', '--help'], {
-      env: {},
-      cwd: root,
-      stdout: { write: (text: string) => (stdout += text) },
-      stderr: { write: () => true },
-    });
-
-    expect([code, stdout]).toEqual([0, AGENT_HELP]);
   });
 });
