@@ -49,7 +49,8 @@ Commands:
 
 Run 'tvm <command> --help' for a command's options.
 
-Exit codes: 0 ok, 1 error ("tvm: <code>: <title>" on stderr), 2 usage.
+Exit codes: 0 ok, 1 error ("tvm: <code>: <title>" on stderr), 2 usage;
+tvm exec exits with its command's code.
 `;
 
 export const TOKEN_HELP = `Usage: tvm token [--scope S] [--min-ttl N] [--url U] [--region R] [--header]
