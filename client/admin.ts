@@ -1,5 +1,7 @@
-import { CliError } from './cli-error.js';
+import { CliError, UsageError } from './cli-error.js';
+import { loadStack } from './cli-target.js';
 import { runProjectScript } from './project-script.js';
+import { STACK_FILE } from './stack-file.js';
 
 /** An admin event (docs/operations.md): a JSON object with an `action`. */
 export type AdminEvent = Record<string, unknown> & { action: string };
@@ -88,7 +90,7 @@ async function loadLambdaClient(): Promise<typeof import('@aws-sdk/client-lambda
     if (!missing) throw error;
     throw new CliError(
       'not_available',
-      'tvm admin --function needs @aws-sdk/client-lambda: install it next to @token-vending/client ' +
+      'tvm admin --function needs @aws-sdk/client-lambda: install it next to the package tvm came with ' +
         '(npm install @aws-sdk/client-lambda)',
       1,
       { cause: error },
@@ -136,4 +138,23 @@ export function runLocalAdmin(options: LocalAdminOptions): Promise<number> {
     args: [JSON.stringify(options.event)],
     hint: 'run tvm admin in the token vending project directory (where npm start runs), or pass --function NAME',
   });
+}
+
+/** JSON payloads pretty-printed; anything else as it came. */
+export function formatPayload(payload: string): string {
+  try {
+    return `${JSON.stringify(JSON.parse(payload), null, 2)}\n`;
+  } catch {
+    return payload === '' || payload.endsWith('\n') ? payload : `${payload}\n`;
+  }
+}
+
+/** Throws the usage error of `command` unless `npm start` runs in `cwd`, the local admin's target. */
+export async function requireLocalStack(cwd: string, command: string): Promise<void> {
+  if (!(await loadStack(cwd))) {
+    throw new UsageError(
+      `no admin target: pass --function NAME, or start the local stack (npm start) so that ./${STACK_FILE} exists`,
+      command,
+    );
+  }
 }

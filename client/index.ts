@@ -14,6 +14,7 @@ export type {
   ClientClock,
   FetchFunction,
   GetTokenOptions,
+  Grants,
   Token,
   TokenVendingClientOptions,
 } from './types.js';

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -31,14 +32,36 @@ const isRecord = (value: unknown): value is Record<string, unknown> =>
 
 /** Reads `<cwd>/.local/stack.json`; undefined when there is none. */
 export async function readStackFile(cwd: string): Promise<LocalStackFile | undefined> {
-  const path = join(cwd, STACK_FILE);
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    text = await readFile(join(cwd, STACK_FILE), 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new StackFileError(`cannot read ${STACK_FILE}`, { cause: error });
+    return unreadable(error);
   }
+  return parseStackFile(text);
+}
+
+/**
+ * `readStackFile`, synchronously: for the library's constructor, which reads
+ * it once per client when it is given no URL.
+ */
+export function readStackFileSync(cwd: string): LocalStackFile | undefined {
+  let text: string;
+  try {
+    text = readFileSync(join(cwd, STACK_FILE), 'utf8');
+  } catch (error) {
+    return unreadable(error);
+  }
+  return parseStackFile(text);
+}
+
+function unreadable(error: unknown): undefined {
+  if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+  throw new StackFileError(`cannot read ${STACK_FILE}`, { cause: error });
+}
+
+/** The stack file's text, checked. */
+export function parseStackFile(text: string): LocalStackFile {
   let json: unknown;
   try {
     json = JSON.parse(text);

@@ -2,15 +2,20 @@ import { createHash } from 'node:crypto';
 import { systemClock } from './clock.js';
 import { defaultCredentials } from './credentials.js';
 import { TokenVendingError } from './errors.js';
+import { parseGrantsAnswer } from './grants.js';
+import { localStackTarget } from './local-default.js';
 import { isLoopback, resolveRegion } from './region.js';
 import { parseVendAnswer } from './response.js';
 import { VendRequestSigner } from './signed-request.js';
 import { TokenCache } from './token-cache.js';
 import { sendVendRequest, withDeadline } from './transport.js';
 import type {
+  AwsCredentials,
+  AwsCredentialsProvider,
   ClientClock,
   FetchFunction,
   GetTokenOptions,
+  Grants,
   Token,
   TokenVendingClientOptions,
 } from './types.js';
@@ -58,23 +63,35 @@ const cacheKey = (scope: string | undefined): string =>
 const fingerprint = (token: string): string =>
   createHash('sha256').update(token, 'utf8').digest('hex').slice(0, 16);
 
-function validate(options: TokenVendingClientOptions): { base: URL; region: string } {
+interface Target {
+  readonly base: URL;
+  readonly region: string;
+  readonly credentials: AwsCredentials | AwsCredentialsProvider | undefined;
+}
+
+function validate(options: TokenVendingClientOptions): Target {
   const problems: string[] = [];
+  const local = localStackTarget(options, process.cwd());
+  if (local && 'problem' in local) problems.push(local.problem);
+  const target = local && 'url' in local ? local : undefined;
+  const url = target?.url ?? options.url;
   let base: URL | undefined;
-  try {
-    base = new URL(options.url);
-    if (base.protocol !== 'https:' && base.protocol !== 'http:') {
-      problems.push('url must be an http(s) URL');
-    } else if (base.protocol === 'http:' && !isLoopback(base)) {
-      // The answers carry bearer tokens: they never cross a network in clear.
-      problems.push(
-        'url must be https: unless its host is loopback (localhost, 127.0.0.0/8, [::1])',
-      );
-    } else if (base.search !== '' || base.hash !== '' || base.username || base.password) {
-      problems.push('url must have no query, fragment or user info');
+  if (url !== undefined) {
+    try {
+      base = new URL(url);
+      if (base.protocol !== 'https:' && base.protocol !== 'http:') {
+        problems.push('url must be an http(s) URL');
+      } else if (base.protocol === 'http:' && !isLoopback(base)) {
+        // The answers carry bearer tokens: they never cross a network in clear.
+        problems.push(
+          'url must be https: unless its host is loopback (localhost, 127.0.0.0/8, [::1])',
+        );
+      } else if (base.search !== '' || base.hash !== '' || base.username || base.password) {
+        problems.push('url must have no query, fragment or user info');
+      }
+    } catch {
+      problems.push('url is not a valid URL');
     }
-  } catch {
-    problems.push('url is not a valid URL');
   }
   const positive = (name: string, value: number | undefined, integer = false) => {
     if (value === undefined) return;
@@ -87,14 +104,17 @@ function validate(options: TokenVendingClientOptions): { base: URL; region: stri
   positive('maxRetries', options.maxRetries, true);
   positive('retryBudgetMs', options.retryBudgetMs);
   const region =
-    options.region || (base ? resolveRegion(base, process.env) : undefined) || undefined;
+    options.region ||
+    target?.region ||
+    (base ? resolveRegion(base, process.env) : undefined) ||
+    undefined;
   if (base && !region) {
     problems.push(`region cannot be derived from ${base.host}: pass region, or set AWS_REGION`);
   }
   if (problems.length > 0 || !base || !region) {
     throw new TokenVendingError('invalid_config', problems.join('; '), { status: 0 });
   }
-  return { base, region };
+  return { base, region, credentials: target?.credentials ?? options.credentials };
 }
 
 /**
@@ -117,9 +137,9 @@ export class TokenVendingClient {
   readonly #revoked = new Map<string, string>();
 
   /** @throws TokenVendingError `invalid_config`, listing every problem with the options. */
-  constructor(options: TokenVendingClientOptions) {
-    const { base, region } = validate(options);
-    this.#signer = new VendRequestSigner(base, region, options.credentials ?? defaultCredentials());
+  constructor(options: TokenVendingClientOptions = {}) {
+    const { base, region, credentials } = validate(options);
+    this.#signer = new VendRequestSigner(base, region, credentials ?? defaultCredentials());
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.#clock = options.clock ?? systemClock;
     this.#random = options.random ?? Math.random;
@@ -141,7 +161,9 @@ export class TokenVendingClient {
     const problem = checkRequest(scope, minTtl);
     if (problem)
       return Promise.reject(new TokenVendingError('invalid_request', problem, { status: 0 }));
-    return this.#cache.get(cacheKey(scope), minTtl, () => this.#fetchWithRetries(scope, minTtl));
+    return this.#cache.get(cacheKey(scope), minTtl, () =>
+      this.#withRetries((timeoutMs) => this.#fetchOnce(scope, minTtl, timeoutMs)),
+    );
   }
 
   /** `Bearer <token>`, for an `Authorization` header. */
@@ -151,6 +173,23 @@ export class TokenVendingClient {
       ...(options.minTtl !== undefined ? { minTtl: options.minTtl } : {}),
     });
     return `${token.tokenType} ${token.accessToken}`;
+  }
+
+  /**
+   * What the vend function grants this caller (`GET /grants`): its principal
+   * as the function sees it, its scopes and whether it may have the unscoped
+   * token. Never cached; retried as a token request is.
+   *
+   * @throws TokenVendingError
+   */
+  getGrants(): Promise<Grants> {
+    return this.#withRetries(async (timeoutMs) => {
+      const answer = await withDeadline(timeoutMs, this.#signer.host, async (signal) => {
+        const request = await this.#signer.sign('grants', {});
+        return sendVendRequest(this.#fetch, request, signal);
+      });
+      return parseGrantsAnswer(answer, this.#clock.now());
+    });
   }
 
   /**
@@ -167,7 +206,8 @@ export class TokenVendingClient {
     for (const [key, token] of dropped) this.#revoked.set(key, fingerprint(token.accessToken));
   }
 
-  async #fetchWithRetries(scope: string | undefined, minTtl: number): Promise<Token> {
+  /** Runs `once` and retries a 503 or 429 as the options allow; `once` gets its time limit. */
+  async #withRetries<T>(once: (timeoutMs: number) => Promise<T>): Promise<T> {
     const started = this.#clock.now();
     for (let attempt = 0; ; attempt++) {
       // Retries get what is left of the budget, so the budget bounds the total time.
@@ -176,7 +216,7 @@ export class TokenVendingClient {
           ? this.#timeoutMs
           : Math.min(this.#timeoutMs, this.#retryBudgetMs - (this.#clock.now() - started));
       try {
-        return await this.#fetchOnce(scope, minTtl, timeoutMs);
+        return await once(timeoutMs);
       } catch (error) {
         if (
           !(error instanceof TokenVendingError) ||

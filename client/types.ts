@@ -21,8 +21,20 @@ export interface ClientClock {
 export type FetchFunction = (input: string, init: RequestInit) => Promise<Response>;
 
 export interface TokenVendingClientOptions {
-  /** The vend Function URL, e.g. `https://<id>.lambda-url.eu-west-1.on.aws`. */
-  readonly url: string;
+  /**
+   * The vend Function URL, e.g. `https://<id>.lambda-url.eu-west-1.on.aws`.
+   * Absent, with no `credentials` either: the local stack's (see `localStack`).
+   */
+  readonly url?: string;
+  /**
+   * Whether a client given neither `url` nor `credentials` uses the local stack
+   * that `npm start` runs in the working directory: the URL, region and
+   * identity in `./.local/stack.json`. Default `true` for that case only: a
+   * client given a URL or credentials never reads the file. Pass `false` in
+   * production code, so that a missing URL is an `invalid_config` error
+   * whatever files lie around.
+   */
+  readonly localStack?: boolean;
   /**
    * SigV4 signing region. Default: the region in a `*.lambda-url.<region>.on.aws` URL,
    * else `AWS_REGION`, else `us-east-1` for loopback URLs.
@@ -64,4 +76,16 @@ export interface Token {
   readonly expiresAt: number;
   /** Present only for scoped tokens. */
   readonly scope?: string;
+}
+
+/** What `GET /grants` answers: the caller as the vend function sees it, and what it may have. */
+export interface Grants {
+  /** The caller's ARN, as the Function URL's IAM check passed it on. */
+  readonly principal: string;
+  /** The scopes (business application ids) it may have, sorted. */
+  readonly scopes: readonly string[];
+  /** Whether it may have the unscoped (partner) token. */
+  readonly unscoped: boolean;
+  /** The access policy version it was judged by, when the answer names one. */
+  readonly policyVersion?: string;
 }

@@ -1,5 +1,6 @@
 import { expect, it } from 'vitest';
 import { bundle } from '../support/bundle.js';
+import { CLIENT_PACKAGE_NAME } from '../support/client-package.js';
 
 /** What the client may add to a caller's bundle beyond the signer and the credential chain. */
 const OWN_CODE_BUDGET_BYTES = 16 * 1024;
@@ -14,11 +15,11 @@ it('adds no more than the signer, the credential chain and its own few KB to a b
     ].join('\n'),
   });
   // The package as a caller imports it: its `exports` entry, the built client/dist.
-  const client = await bundle({ contents: "export * from '@token-vending/client';" });
+  const client = await bundle({ contents: `export * from '${CLIENT_PACKAGE_NAME}';` });
 
   expect(client.bytes - reference.bytes).toBeLessThan(OWN_CODE_BUDGET_BYTES);
   const heavy = client.inputs.filter((input) =>
-    /^(functions|local)\/|^client\/(?!dist\/)|^client\/dist\/(cli|admin|stack-file|tvm)|node_modules\/(@aws-sdk\/client-lambda|@aws-lambda-powertools|valibot)\//.test(
+    /^(functions|local)\/|^client\/(?!dist\/)|^client\/dist\/(cli|admin|tvm|agent|exec|status-table|project-script)|node_modules\/(@aws-sdk\/client-lambda|@aws-lambda-powertools|valibot)\//.test(
       input,
     ),
   );

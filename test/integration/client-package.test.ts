@@ -14,6 +14,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DEMO_IDENTITY } from '../../local/local-identities.js';
 import { type LocalStack, startLocalStack } from '../../local/stack.js';
+import { CLIENT_PACKAGE_NAME } from '../support/client-package.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
@@ -157,7 +158,7 @@ describe('the tarball', () => {
   });
 
   it('installs with --omit=dev as a copy, with only runtime dependencies and no dev tools', async () => {
-    const installed = join(app, 'node_modules/@token-vending/client');
+    const installed = join(app, `node_modules/${CLIENT_PACKAGE_NAME}`);
     const top = await readdir(join(app, 'node_modules'));
     const scoped = (
       await Promise.all(
@@ -193,7 +194,7 @@ describe('the library, imported by a service', () => {
     await writeFile(
       join(app, 'get-token.mjs'),
       [
-        "import { TokenVendingClient, TokenVendingError } from '@token-vending/client';",
+        `import { TokenVendingClient, TokenVendingError } from '${CLIENT_PACKAGE_NAME}';`,
         'const client = new TokenVendingClient({ url: process.argv[2] });',
         "const token = await client.getToken({ scope: 'ba_demo_1' });",
         'let denied;',
@@ -229,7 +230,7 @@ describe('the library, imported by a service', () => {
         '  TokenVendingClient,',
         '  TokenVendingError,',
         '  type TokenVendingErrorCode,',
-        "} from '@token-vending/client';",
+        `} from '${CLIENT_PACKAGE_NAME}';`,
         '',
         "const client = new TokenVendingClient({ url: 'https://abc123.lambda-url.eu-west-1.on.aws' });",
         "export const header: Promise<string> = client.authorizationHeader('ba_123');",
@@ -271,7 +272,10 @@ describe('the library, imported by a service', () => {
 
 describe('npx tvm, run with plain node', () => {
   it('starts with a node shebang, with neither tsx nor TypeScript in reach', async () => {
-    const bin = await readFile(join(app, 'node_modules/@token-vending/client/dist/tvm.js'), 'utf8');
+    const bin = await readFile(
+      join(app, `node_modules/${CLIENT_PACKAGE_NAME}/dist/tvm.js`),
+      'utf8',
+    );
     const resolvable = await mustRun(
       process.execPath,
       [
@@ -279,7 +283,7 @@ describe('npx tvm, run with plain node', () => {
         '-e',
         "for (const name of ['tsx', 'typescript']) { try { import.meta.resolve(name); console.log(name); } catch {} }",
       ],
-      { cwd: join(app, 'node_modules/@token-vending/client/dist') },
+      { cwd: join(app, `node_modules/${CLIENT_PACKAGE_NAME}/dist`) },
     );
 
     expect(bin.split('\n')[0]).toBe('#!/usr/bin/env node');

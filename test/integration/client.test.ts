@@ -129,6 +129,18 @@ describe('TokenVendingClient against the local stack', () => {
     expect(header).toBe(`Bearer ${token.accessToken}`);
   });
 
+  it('gets what the caller is granted from GET /grants, and nothing for an outsider', async () => {
+    const granted = await client({ identity: SESSION }).getGrants();
+    const outsider = await client({ identity: OUTSIDER }).getGrants();
+
+    expect(granted).toMatchObject({
+      principal: SESSION.arn,
+      scopes: ['ba_demo_1', 'ba_demo_2'],
+      unscoped: true,
+    });
+    expect(outsider).toMatchObject({ principal: OUTSIDER.arn, scopes: [], unscoped: false });
+  });
+
   it('signs with the session token of temporary credentials', async () => {
     const { accessKeyId, secretAccessKey } = SESSION;
 
