@@ -34,11 +34,16 @@ export function policyProviderFor(
       requestHandler: { requestTimeout: 1000, connectionTimeout: 500 },
     });
   const { application, environment, profile } = settings;
+  const clock = deps.clock ?? systemClock;
   return new PolicySource({
-    fetch: appConfigDocumentFetcher(client, { application, environment, profile }),
+    fetch: appConfigDocumentFetcher(
+      client,
+      { application, environment, profile },
+      { intervalSeconds: settings.maxAgeSeconds, now: () => clock.now() },
+    ),
     source: `AppConfig ${application}/${environment}/${profile}`,
     maxAgeSeconds: settings.maxAgeSeconds,
-    clock: deps.clock ?? systemClock,
+    clock,
     logger: deps.logger,
     ...(deps.count ? { count: deps.count } : {}),
     fixedGrants: settings.fixedGrants,

@@ -66,17 +66,23 @@ export const documentDigest = (text: string): string =>
   `sha256:${createHash('sha256').update(text).digest('hex').slice(0, 12)}`;
 
 /**
- * The access policy fetched from its store at most every `maxAgeSeconds`:
- * revoking a grant takes effect within that bound (in the callers' vends;
- * tokens already handed out stay valid at the provider until they expire).
- * Concurrent callers share one fetch.
+ * The access policy fetched from its store at most every `maxAgeSeconds`,
+ * counted from the store's last answer: revoking a grant takes effect within
+ * that bound plus one fetch (in the callers' vends; tokens already handed out
+ * stay valid at the provider until they expire). Counting from the answer,
+ * not the ask, keeps polls at least `maxAgeSeconds` apart where the store
+ * sees them, which AppConfig requires of a session's polls. While no policy
+ * is loaded, a store that could not be reached is asked again after
+ * `retrySeconds`; one that answered (with a document that failed the check)
+ * after `maxAgeSeconds`, as it would not answer sooner. Concurrent callers
+ * share one fetch.
  */
 export class PolicySource implements PolicyProvider {
   readonly #options: PolicySourceOptions;
   #loaded: LoadedPolicy | undefined;
   #loadedText: string | undefined;
-  /** When the store was last asked (whatever it answered). */
-  #askedAt: number | undefined;
+  /** When the store may be asked again (epoch ms); undefined before the first ask. */
+  #nextAskAt: number | undefined;
   #inflight: Promise<void> | undefined;
 
   constructor(options: PolicySourceOptions) {
@@ -89,9 +95,8 @@ export class PolicySource implements PolicyProvider {
   }
 
   async current(): Promise<LoadedPolicy> {
-    const { clock, maxAgeSeconds, retrySeconds = 1 } = this.#options;
-    const waitMs = (this.#loaded ? maxAgeSeconds : retrySeconds) * 1000;
-    if (this.#askedAt === undefined || clock.now() - this.#askedAt >= waitMs) {
+    const { clock } = this.#options;
+    if (this.#nextAskAt === undefined || clock.now() >= this.#nextAskAt) {
       this.#inflight ??= this.#refresh().finally(() => {
         this.#inflight = undefined;
       });
@@ -100,7 +105,7 @@ export class PolicySource implements PolicyProvider {
     if (!this.#loaded) {
       throw new UpstreamUnavailableError(
         'No valid access policy is loaded yet: no token is served until one is.',
-        retrySeconds,
+        Math.max(1, Math.ceil(((this.#nextAskAt ?? 0) - clock.now()) / 1000)),
       );
     }
     return this.#loaded;
@@ -108,11 +113,12 @@ export class PolicySource implements PolicyProvider {
 
   async #refresh(): Promise<void> {
     const { fetch, source, clock, logger, count, fixedGrants = [] } = this.#options;
-    this.#askedAt = clock.now();
+    const { maxAgeSeconds, retrySeconds = 1 } = this.#options;
     let document: FetchedDocument;
     try {
       document = await fetch();
     } catch (error) {
+      this.#nextAskAt = clock.now() + (this.#loaded ? maxAgeSeconds : retrySeconds) * 1000;
       count?.('PolicyFetchFailures');
       logger.warn('access policy fetch failed', {
         source,
@@ -121,6 +127,7 @@ export class PolicySource implements PolicyProvider {
       });
       return;
     }
+    this.#nextAskAt = clock.now() + maxAgeSeconds * 1000;
     if (document.text === this.#loadedText) return;
     let policy: AccessPolicy;
     try {

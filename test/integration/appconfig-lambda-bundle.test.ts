@@ -71,7 +71,18 @@ describe('the access policy in a function bundled for Lambda', () => {
     inputs = built.inputs;
     file = join(dir, 'policy.mjs');
     await writeFile(file, built.code);
-    fake = await startAppConfigDataFake({ identities: [CREDENTIALS], region: 'eu-west-1' });
+    // AppConfig's clock: each request comes 30 s after the one before, as the
+    // function's clock moves between its two reads (AppConfig refuses a poll
+    // sooner than the session's interval).
+    let appConfigNow = Date.now();
+    fake = await startAppConfigDataFake({
+      identities: [CREDENTIALS],
+      region: 'eu-west-1',
+      now: () => {
+        appConfigNow += 30_000;
+        return appConfigNow;
+      },
+    });
   }, 60_000);
 
   afterAll(async () => {
@@ -110,6 +121,9 @@ describe('the access policy in a function bundled for Lambda', () => {
     expect(out.again).toBe(out.version);
     expect(fake.stats.polls - before.polls).toBe(2);
     expect(fake.stats.sessions - before.sessions).toBe(1);
+    // The session asked AppConfig for a poll every POLICY_MAX_AGE_SECONDS, and none was refused.
+    expect(fake.stats.requestedIntervals.at(-1)).toBe(30);
+    expect(fake.stats.tooEarly).toBe(before.tooEarly);
     expect(out.grants).toEqual({ scopes: ['ba_1'], unscoped: false });
     expect(fake.stats.refusedSignatures).toBe(before.refusedSignatures);
   });
