@@ -23,15 +23,25 @@ export interface AppConfigPolling {
 interface PollAnswer {
   /** Epoch ms before which AppConfig refuses the session's next poll. */
   nextPollAt: number;
+  /** The version label of the document last received (AppConfig sends it with the document only). */
+  label?: string | undefined;
 }
 
 /**
  * Reads the access policy document from AWS AppConfig through Powertools
  * Parameters' AppConfig provider, which keeps the configuration session and,
  * when AppConfig answers "unchanged" (an empty body), the last document. Each
- * call asks AppConfig (`forceFetch`): PolicySource decides how often. The
- * document's version is its digest (PolicySource), which `tvm policy validate`
- * prints for a file too.
+ * call asks AppConfig (`forceFetch`): PolicySource decides how often.
+ *
+ * The version. A document comes with the hosted configuration version's label
+ * (`--version-label` of create-hosted-configuration-version), which the
+ * fetcher returns as the document's version: "If the client already has the
+ * latest version of the configuration data, this value is empty" (API
+ * Reference, GetLatestConfiguration, VersionLabel), so it is kept from the
+ * answer that brought the document. Powertools returns only the document, so
+ * the fetcher reads the label from the client's answers. A version without a
+ * label goes by its digest (PolicySource), which `tvm policy validate` prints
+ * for a file; AppConfig Data sends no version number.
  *
  * The poll interval. A session's client "can't call GetLatestConfiguration
  * more frequently than" its `RequiredMinimumPollIntervalInSeconds` ("Valid
@@ -73,7 +83,10 @@ export function appConfigDocumentFetcher(
     if (body === undefined || body.length === 0) {
       throw new Error('AppConfig returned no access policy document');
     }
-    last = { text: decoder.decode(body) };
+    last = {
+      text: decoder.decode(body),
+      ...(answer.label ? { version: answer.label } : {}),
+    };
     return last;
   };
 }
@@ -81,7 +94,7 @@ export function appConfigDocumentFetcher(
 /**
  * The client as Powertools takes it (an SDK client: `send`, `config` and the
  * middleware stack), recording from each GetLatestConfiguration answer when
- * AppConfig allows the next poll.
+ * AppConfig allows the next poll, and the label of each document it brings.
  */
 function observing(
   client: AppConfigDataClient,
@@ -89,9 +102,18 @@ function observing(
   now: () => number,
 ): AppConfigDataClient {
   const send = async (command: { input: object }) => {
-    const output = (await client.send(command as never)) as { NextPollIntervalInSeconds?: number };
-    if ('ConfigurationToken' in command.input && output.NextPollIntervalInSeconds !== undefined) {
+    const output = (await client.send(command as never)) as {
+      NextPollIntervalInSeconds?: number;
+      Configuration?: Uint8Array | null;
+      VersionLabel?: string;
+    };
+    if (!('ConfigurationToken' in command.input)) return output;
+    if (output.NextPollIntervalInSeconds !== undefined) {
       answer.nextPollAt = now() + output.NextPollIntervalInSeconds * 1000;
+    }
+    // The SDK's client may give `null` for an empty body.
+    if ((output.Configuration?.length ?? 0) > 0) {
+      answer.label = output.VersionLabel;
     }
     return output;
   };

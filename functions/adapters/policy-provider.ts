@@ -2,7 +2,7 @@ import { AppConfigDataClient } from '@aws-sdk/client-appconfigdata';
 import { type Clock, systemClock } from '../core/clock.js';
 import type { PolicySettings } from '../core/config.js';
 import {
-  fixedPolicy,
+  inlinePolicy,
   type PolicyMetric,
   type PolicyProvider,
   PolicySource,
@@ -26,7 +26,8 @@ export function policyProviderFor(
   settings: PolicySettings,
   deps: PolicyProviderDeps,
 ): PolicyProvider {
-  if (settings.kind === 'inline') return fixedPolicy(settings.policy);
+  const clock = deps.clock ?? systemClock;
+  if (settings.kind === 'inline') return inlinePolicy(settings.policy, settings.text, clock.now());
   const client =
     deps.client ??
     new AppConfigDataClient({
@@ -34,7 +35,6 @@ export function policyProviderFor(
       requestHandler: { requestTimeout: 1000, connectionTimeout: 500 },
     });
   const { application, environment, profile } = settings;
-  const clock = deps.clock ?? systemClock;
   return new PolicySource({
     fetch: appConfigDocumentFetcher(
       client,

@@ -112,7 +112,9 @@ export class EnvReader {
       return { kind: 'appconfig', application, environment, profile, maxAgeSeconds, fixedGrants };
     }
     const policy = this.accessPolicy('ACCESS_POLICY', fixedGrants);
-    return policy === undefined ? undefined : { kind: 'inline', policy };
+    return policy === undefined
+      ? undefined
+      : { kind: 'inline', policy, text: this.#env.ACCESS_POLICY ?? '' };
   }
 
   problem(message: string): void {
@@ -143,7 +145,12 @@ const APPCONFIG_VARIABLES = [
 
 /** Where the access policy comes from (see `EnvReader.policySettings`). */
 export type PolicySettings =
-  | { readonly kind: 'inline'; readonly policy: AccessPolicy }
+  | {
+      readonly kind: 'inline';
+      readonly policy: AccessPolicy;
+      /** The document as given: its digest is the policy's version. */
+      readonly text: string;
+    }
   | {
       readonly kind: 'appconfig';
       readonly application: string;

@@ -16,9 +16,17 @@ import type { CoreLogger } from './token-service-types.js';
 /** The policy in force, and which document it came from. */
 export interface LoadedPolicy {
   readonly policy: AccessPolicy;
-  /** The store's version of the document (AppConfig's), else `sha256:` and 12 hex digits of it. */
+  /**
+   * The store's label of the document (AppConfig's version label, when the
+   * deployed version has one), else its digest.
+   */
   readonly version: string;
-  /** Epoch ms when this document was loaded. */
+  /**
+   * `sha256:` and 12 hex digits of the document, as `tvm policy validate`
+   * prints for a file (absent only for a test's fixed policy).
+   */
+  readonly digest?: string;
+  /** Epoch ms when this document was loaded (0 only for a test's fixed policy). */
   readonly loadedAt: number;
 }
 
@@ -34,7 +42,7 @@ export interface PolicyProvider {
 /** A document as its store returns it. */
 export interface FetchedDocument {
   readonly text: string;
-  /** The store's version label or number, when it has one. */
+  /** The store's label of this version (AppConfig's VersionLabel), when it has one. */
   readonly version?: string;
 }
 
@@ -56,14 +64,25 @@ export interface PolicySourceOptions {
   readonly retrySeconds?: number;
 }
 
-/** A fixed policy (tests, `ACCESS_POLICY` given inline): never fetched again. */
-export function fixedPolicy(policy: AccessPolicy, version = 'inline'): PolicyProvider {
+/** A test's fixed policy: never fetched, labelled `version`, with no document behind it. */
+export function fixedPolicy(policy: AccessPolicy, version = 'test'): PolicyProvider {
   const loaded: LoadedPolicy = { policy, version, loadedAt: 0 };
   return { current: async () => loaded };
 }
 
 export const documentDigest = (text: string): string =>
   `sha256:${createHash('sha256').update(text).digest('hex').slice(0, 12)}`;
+
+/**
+ * A policy given inline (`ACCESS_POLICY`), checked already and never read
+ * again: its version is its document's digest, as for a file or AppConfig,
+ * loaded at `loadedAt` (epoch ms, when the process read it).
+ */
+export function inlinePolicy(policy: AccessPolicy, text: string, loadedAt: number): PolicyProvider {
+  const digest = documentDigest(text);
+  const loaded: LoadedPolicy = { policy, version: digest, digest, loadedAt };
+  return { current: async () => loaded };
+}
 
 /**
  * The access policy fetched from its store at most every `maxAgeSeconds`,
@@ -128,7 +147,9 @@ export class PolicySource implements PolicyProvider {
       return;
     }
     this.#nextAskAt = clock.now() + maxAgeSeconds * 1000;
-    if (document.text === this.#loadedText) return;
+    const digest = documentDigest(document.text);
+    const version = document.version ?? digest;
+    if (document.text === this.#loadedText && version === this.#loaded?.version) return;
     let policy: AccessPolicy;
     try {
       policy = AccessPolicy.parse(document.text, { source, fixedGrants });
@@ -138,21 +159,19 @@ export class PolicySource implements PolicyProvider {
       // The message names every problem, and quotes no more of the document than ids.
       logger.error('access policy rejected', {
         source,
-        version: document.version ?? documentDigest(document.text),
+        version,
+        digest,
         problems: error.message,
         keeping: this.#loaded?.version ?? null,
       });
       return;
     }
-    this.#loaded = {
-      policy,
-      version: document.version ?? documentDigest(document.text),
-      loadedAt: clock.now(),
-    };
+    this.#loaded = { policy, version, digest, loadedAt: clock.now() };
     this.#loadedText = document.text;
     logger.info('access policy loaded', {
       source,
-      version: this.#loaded.version,
+      version,
+      digest,
       scopes: policy.scopes.size,
       principals: policy.principals.length,
     });

@@ -40,6 +40,7 @@ now += 60_000;
 const second = await provider.current();
 process.stdout.write(JSON.stringify({
   version: first.version,
+  digest: first.digest,
   again: second.version,
   grants: first.policy.grantsOf('arn:aws:iam::111122223333:role/checkout'),
 }));`;
@@ -109,14 +110,20 @@ describe('the access policy in a function bundled for Lambda', () => {
     expect(inputs.filter((input) => input.includes('@aws-sdk/client-appconfigdata/'))).toEqual([]);
   });
 
-  it('reads the deployed policy with the credentials Lambda provides, every request signed', async () => {
-    fake.deploy(DOCUMENT);
+  it('reads the deployed policy and its version label with the credentials Lambda provides, every request signed', async () => {
+    fake.deploy(DOCUMENT, 'onboard-ba_1');
     const before = { ...fake.stats };
 
     const { stdout } = await load(LAMBDA_ENV);
 
-    const out = JSON.parse(stdout) as { version: string; again: string; grants: unknown };
-    expect(out.version).toBe(documentDigest(DOCUMENT));
+    const out = JSON.parse(stdout) as {
+      version: string;
+      digest: string;
+      again: string;
+      grants: unknown;
+    };
+    expect(out.version).toBe('onboard-ba_1');
+    expect(out.digest).toBe(documentDigest(DOCUMENT));
     // The second read polled, AppConfig answered "unchanged", the document held.
     expect(out.again).toBe(out.version);
     expect(fake.stats.polls - before.polls).toBe(2);

@@ -71,8 +71,8 @@ const clients = {
 describe.each(Object.entries(clients))(
   'the AppConfig document fetcher, with %s',
   (_name, client) => {
-    it('reads the deployed document, and the same document while AppConfig answers "unchanged"', async () => {
-      fake.deploy(V1);
+    it('reads the deployed document with its version label, and the same while AppConfig answers "unchanged"', async () => {
+      fake.deploy(V1, 'onboard-ba_1');
       const fetch = appConfigDocumentFetcher(client(), location, polling);
       const refused = fake.stats.refusedSignatures;
 
@@ -84,10 +84,12 @@ describe.each(Object.entries(clients))(
       clock.advance(15);
       const second = await fetch();
 
-      expect(first).toEqual({ text: V1 });
-      // AppConfig answers an empty body for "no change"; the provider keeps the document.
-      expect(unchanged).toEqual({ text: V1 });
+      expect(first).toEqual({ text: V1, version: 'onboard-ba_1' });
+      // AppConfig answers an empty body (and no label) for "no change"; the
+      // provider keeps the document, the fetcher its label.
+      expect(unchanged).toEqual({ text: V1, version: 'onboard-ba_1' });
       expect(fake.stats.polls).toBe(polls + 2);
+      // A version deployed without a label has none.
       expect(second).toEqual({ text: V2 });
       // Every request carried a signature the stand-in accepted.
       expect(fake.stats.refusedSignatures).toBe(refused);
