@@ -6,6 +6,7 @@
  */
 import { secretsPrefixProblem } from '../functions/adapters/secrets-manager-key-vault.js';
 import { AccessPolicy, type AccessPolicyDocument } from '../functions/core/access-policy.js';
+import { APPCONFIG_MIN_POLL_SECONDS } from '../functions/core/config.js';
 import {
   ACCESS_FIELDS,
   checkAccess,
@@ -57,7 +58,7 @@ export interface StageInput extends StageAccessInput, StageReleaseInput {
    * is always granted `unscoped` besides.
    */
   readonly accessPolicy: AccessPolicyDocument;
-  /** A fetched access policy is used at most this many seconds (1..3600). Default 60. */
+  /** A fetched access policy is used at most this many seconds (15..3600: AppConfig polls). Default 60. */
   readonly policyMaxAgeSeconds?: number;
   readonly keyIssuing: KeyIssuingInput;
   /** How the unscoped token is requested: `scope` left out, or sent empty. Default `omit`. */
@@ -263,8 +264,11 @@ export function validateStage(input: unknown, source = '(stage)'): StageConfig {
 
   const reservedConcurrency = checkReservedConcurrency(input.reservedConcurrency, problems);
   const maxAge = input.policyMaxAgeSeconds ?? 60;
-  if (typeof maxAge !== 'number' || !Number.isInteger(maxAge) || maxAge < 1 || maxAge > 3600) {
-    problems.push('policyMaxAgeSeconds must be an integer from 1 to 3600');
+  const minAge = APPCONFIG_MIN_POLL_SECONDS;
+  if (typeof maxAge !== 'number' || !Number.isInteger(maxAge) || maxAge < minAge || maxAge > 3600) {
+    problems.push(
+      `policyMaxAgeSeconds must be an integer from ${minAge} to 3600 (AppConfig refuses polls closer together than ${minAge} s)`,
+    );
   }
   const access = checkAccess(input, policy, account, problems);
 

@@ -14,3 +14,11 @@ export const LAMBDA_BUNDLE_ALIASES: Readonly<Record<string, string>> = {
   // function's bundle (functions/bundle-aliases/appconfigdata-client.ts).
   '@aws-sdk/client-appconfigdata': './functions/bundle-aliases/appconfigdata-client.ts',
 };
+
+/**
+ * esbuild's target for every function bundle: the Node.js of the functions'
+ * Lambda runtime (`RUNTIME`, infra/constructs/token-vending-function.ts; a
+ * test fails when the two differ), so the tests and the bench measure the
+ * bundles that ship.
+ */
+export const LAMBDA_ESBUILD_TARGET = 'node24';

@@ -12,7 +12,11 @@ import { AccessPolicy } from '../functions/core/access-policy.js';
 import type { Clock } from '../functions/core/clock.js';
 import type { EnvReader } from '../functions/core/config.js';
 import { ConfigError } from '../functions/core/errors.js';
-import { fixedPolicy, type PolicyProvider, PolicySource } from '../functions/core/policy-source.js';
+import {
+  inlinePolicy,
+  type PolicyProvider,
+  PolicySource,
+} from '../functions/core/policy-source.js';
 import type { CoreLogger } from '../functions/core/token-service-types.js';
 
 export type LocalPolicy =
@@ -78,7 +82,7 @@ export function localPolicyProvider(
   local: LocalPolicy,
   deps: { readonly clock: Clock; readonly logger: CoreLogger },
 ): PolicyProvider {
-  if (local.kind === 'fixed') return fixedPolicy(local.policy);
+  if (local.kind === 'fixed') return inlinePolicy(local.policy, local.text, deps.clock.now());
   return new PolicySource({
     fetch: async () => ({ text: await readFile(local.path, 'utf8') }),
     source: `ACCESS_POLICY_FILE ${local.path}`,

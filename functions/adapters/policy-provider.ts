@@ -2,7 +2,7 @@ import { AppConfigDataClient } from '@aws-sdk/client-appconfigdata';
 import { type Clock, systemClock } from '../core/clock.js';
 import type { PolicySettings } from '../core/config.js';
 import {
-  fixedPolicy,
+  inlinePolicy,
   type PolicyMetric,
   type PolicyProvider,
   PolicySource,
@@ -26,7 +26,8 @@ export function policyProviderFor(
   settings: PolicySettings,
   deps: PolicyProviderDeps,
 ): PolicyProvider {
-  if (settings.kind === 'inline') return fixedPolicy(settings.policy);
+  const clock = deps.clock ?? systemClock;
+  if (settings.kind === 'inline') return inlinePolicy(settings.policy, settings.text, clock.now());
   const client =
     deps.client ??
     new AppConfigDataClient({
@@ -35,10 +36,14 @@ export function policyProviderFor(
     });
   const { application, environment, profile } = settings;
   return new PolicySource({
-    fetch: appConfigDocumentFetcher(client, { application, environment, profile }),
+    fetch: appConfigDocumentFetcher(
+      client,
+      { application, environment, profile },
+      { intervalSeconds: settings.maxAgeSeconds, now: () => clock.now() },
+    ),
     source: `AppConfig ${application}/${environment}/${profile}`,
     maxAgeSeconds: settings.maxAgeSeconds,
-    clock: deps.clock ?? systemClock,
+    clock,
     logger: deps.logger,
     ...(deps.count ? { count: deps.count } : {}),
     fixedGrants: settings.fixedGrants,

@@ -41,9 +41,11 @@ export interface KeyJobStatus {
 
 /** The access policy in force, as `status` shows it. */
 export interface PolicyStatus {
-  /** AppConfig's version label, or `sha256:` and 12 hex digits of the document. */
+  /** AppConfig's version label when the deployed version has one, else `digest`. */
   readonly version: string;
-  /** When this function loaded it (epoch seconds; absent for a fixed policy). */
+  /** `sha256:` and 12 hex digits of the document, as `tvm policy validate` prints for a file. */
+  readonly digest?: string;
+  /** When this function loaded it (epoch seconds; absent only for a test's fixed policy). */
   readonly loaded_at?: number;
   readonly scopes: number;
   readonly principals: number;
@@ -91,6 +93,7 @@ export function tokenStatus(
 export function policyStatus(loaded: LoadedPolicy): PolicyStatus {
   return defined({
     version: loaded.version,
+    digest: loaded.digest,
     loaded_at: loaded.loadedAt > 0 ? Math.floor(loaded.loadedAt / 1000) : undefined,
     scopes: loaded.policy.scopes.size,
     principals: loaded.policy.principals.length,

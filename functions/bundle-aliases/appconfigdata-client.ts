@@ -118,6 +118,7 @@ export class AppConfigDataClient {
     NextPollIntervalInSeconds?: number;
     ContentType?: string;
     Configuration?: Uint8Array;
+    VersionLabel?: string;
   }>;
   async send(
     command: StartConfigurationSessionCommand | GetLatestConfigurationCommand,
@@ -125,6 +126,8 @@ export class AppConfigDataClient {
     // Told apart by input, not class: the caller may hold the SDK's command
     // classes (tests run Powertools unbundled, against the SDK's package).
     if (!('ConfigurationToken' in command.input)) {
+      // The body is the input as given: the identifiers and the session's
+      // RequiredMinimumPollIntervalInSeconds (API Reference, StartConfigurationSession).
       const response = await this.#call('POST', '/configurationsessions', {}, command.input);
       const body = (await response.json()) as { InitialConfigurationToken?: string };
       return { InitialConfigurationToken: body.InitialConfigurationToken };
@@ -134,12 +137,14 @@ export class AppConfigDataClient {
         (command.input as GetLatestConfigurationCommandInput).ConfigurationToken ?? '',
     });
     const interval = response.headers.get('next-poll-interval-in-seconds');
+    const label = response.headers.get('version-label');
     return {
       NextPollConfigurationToken:
         response.headers.get('next-poll-configuration-token') ?? undefined,
       ...(interval === null ? {} : { NextPollIntervalInSeconds: Number(interval) }),
       ContentType: response.headers.get('content-type') ?? undefined,
       Configuration: new Uint8Array(await response.arrayBuffer()),
+      ...(label === null ? {} : { VersionLabel: label }),
     };
   }
 

@@ -40,11 +40,14 @@ export class EnvReader {
     return value as T;
   }
 
-  integer(name: string, fallback: number, min: number, max: number): number {
+  /** `why`, when given, follows the range in the problem: what the bounds come from. */
+  integer(name: string, fallback: number, min: number, max: number, why?: string): number {
     const raw = this.#env[name];
     if (raw === undefined || raw === '') return fallback;
     if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-      this.#problems.push(`${name} must be an integer from ${min} to ${max}`);
+      this.#problems.push(
+        `${name} must be an integer from ${min} to ${max}${why === undefined ? '' : ` (${why})`}`,
+      );
       return fallback;
     }
     return Number(raw);
@@ -92,7 +95,13 @@ export class EnvReader {
   policySettings(): PolicySettings | undefined {
     const keyIssuer = this.optional('KEY_ISSUER_ARN', '');
     const fixedGrants: AccessGrant[] = keyIssuer ? [{ principal: keyIssuer, unscoped: true }] : [];
-    const maxAgeSeconds = this.integer('POLICY_MAX_AGE_SECONDS', 60, 1, 3600);
+    const maxAgeSeconds = this.integer(
+      'POLICY_MAX_AGE_SECONDS',
+      60,
+      APPCONFIG_MIN_POLL_SECONDS,
+      3600,
+      `AppConfig refuses polls closer together than ${APPCONFIG_MIN_POLL_SECONDS} s`,
+    );
     const names = APPCONFIG_VARIABLES.map((name) => this.optional(name, ''));
     if (names.some((name) => name !== '')) {
       const [application = '', environment = '', profile = ''] = names;
@@ -103,7 +112,9 @@ export class EnvReader {
       return { kind: 'appconfig', application, environment, profile, maxAgeSeconds, fixedGrants };
     }
     const policy = this.accessPolicy('ACCESS_POLICY', fixedGrants);
-    return policy === undefined ? undefined : { kind: 'inline', policy };
+    return policy === undefined
+      ? undefined
+      : { kind: 'inline', policy, text: this.#env.ACCESS_POLICY ?? '' };
   }
 
   problem(message: string): void {
@@ -118,6 +129,14 @@ export class EnvReader {
   }
 }
 
+/**
+ * The shortest poll interval AppConfig accepts: StartConfigurationSession's
+ * `RequiredMinimumPollIntervalInSeconds` has "Valid Range: Minimum value of 15.
+ * Maximum value of 86400." (AWS AppConfig API Reference, StartConfigurationSession).
+ * The functions poll every POLICY_MAX_AGE_SECONDS, so that is its minimum too.
+ */
+export const APPCONFIG_MIN_POLL_SECONDS = 15;
+
 const APPCONFIG_VARIABLES = [
   'POLICY_APPCONFIG_APPLICATION',
   'POLICY_APPCONFIG_ENVIRONMENT',
@@ -126,13 +145,21 @@ const APPCONFIG_VARIABLES = [
 
 /** Where the access policy comes from (see `EnvReader.policySettings`). */
 export type PolicySettings =
-  | { readonly kind: 'inline'; readonly policy: AccessPolicy }
+  | {
+      readonly kind: 'inline';
+      readonly policy: AccessPolicy;
+      /** The document as given: its digest is the policy's version. */
+      readonly text: string;
+    }
   | {
       readonly kind: 'appconfig';
       readonly application: string;
       readonly environment: string;
       readonly profile: string;
-      /** `POLICY_MAX_AGE_SECONDS`: a fetched policy is used at most this long. Default 60. */
+      /**
+       * `POLICY_MAX_AGE_SECONDS`: a fetched policy is used at most this long, and
+       * AppConfig is asked to allow polls this often. 15..3600, default 60.
+       */
       readonly maxAgeSeconds: number;
       readonly fixedGrants: readonly AccessGrant[];
     };

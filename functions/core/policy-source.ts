@@ -16,9 +16,17 @@ import type { CoreLogger } from './token-service-types.js';
 /** The policy in force, and which document it came from. */
 export interface LoadedPolicy {
   readonly policy: AccessPolicy;
-  /** The store's version of the document (AppConfig's), else `sha256:` and 12 hex digits of it. */
+  /**
+   * The store's label of the document (AppConfig's version label, when the
+   * deployed version has one), else its digest.
+   */
   readonly version: string;
-  /** Epoch ms when this document was loaded. */
+  /**
+   * `sha256:` and 12 hex digits of the document, as `tvm policy validate`
+   * prints for a file (absent only for a test's fixed policy).
+   */
+  readonly digest?: string;
+  /** Epoch ms when this document was loaded (0 only for a test's fixed policy). */
   readonly loadedAt: number;
 }
 
@@ -34,7 +42,7 @@ export interface PolicyProvider {
 /** A document as its store returns it. */
 export interface FetchedDocument {
   readonly text: string;
-  /** The store's version label or number, when it has one. */
+  /** The store's label of this version (AppConfig's VersionLabel), when it has one. */
   readonly version?: string;
 }
 
@@ -56,8 +64,8 @@ export interface PolicySourceOptions {
   readonly retrySeconds?: number;
 }
 
-/** A fixed policy (tests, `ACCESS_POLICY` given inline): never fetched again. */
-export function fixedPolicy(policy: AccessPolicy, version = 'inline'): PolicyProvider {
+/** A test's fixed policy: never fetched, labelled `version`, with no document behind it. */
+export function fixedPolicy(policy: AccessPolicy, version = 'test'): PolicyProvider {
   const loaded: LoadedPolicy = { policy, version, loadedAt: 0 };
   return { current: async () => loaded };
 }
@@ -66,17 +74,34 @@ export const documentDigest = (text: string): string =>
   `sha256:${createHash('sha256').update(text).digest('hex').slice(0, 12)}`;
 
 /**
- * The access policy fetched from its store at most every `maxAgeSeconds`:
- * revoking a grant takes effect within that bound (in the callers' vends;
- * tokens already handed out stay valid at the provider until they expire).
- * Concurrent callers share one fetch.
+ * A policy given inline (`ACCESS_POLICY`), checked already and never read
+ * again: its version is its document's digest, as for a file or AppConfig,
+ * loaded at `loadedAt` (epoch ms, when the process read it).
+ */
+export function inlinePolicy(policy: AccessPolicy, text: string, loadedAt: number): PolicyProvider {
+  const digest = documentDigest(text);
+  const loaded: LoadedPolicy = { policy, version: digest, digest, loadedAt };
+  return { current: async () => loaded };
+}
+
+/**
+ * The access policy fetched from its store at most every `maxAgeSeconds`,
+ * counted from the store's last answer: revoking a grant takes effect within
+ * that bound plus one fetch (in the callers' vends; tokens already handed out
+ * stay valid at the provider until they expire). Counting from the answer,
+ * not the ask, keeps polls at least `maxAgeSeconds` apart where the store
+ * sees them, which AppConfig requires of a session's polls. While no policy
+ * is loaded, a store that could not be reached is asked again after
+ * `retrySeconds`; one that answered (with a document that failed the check)
+ * after `maxAgeSeconds`, as it would not answer sooner. Concurrent callers
+ * share one fetch.
  */
 export class PolicySource implements PolicyProvider {
   readonly #options: PolicySourceOptions;
   #loaded: LoadedPolicy | undefined;
   #loadedText: string | undefined;
-  /** When the store was last asked (whatever it answered). */
-  #askedAt: number | undefined;
+  /** When the store may be asked again (epoch ms); undefined before the first ask. */
+  #nextAskAt: number | undefined;
   #inflight: Promise<void> | undefined;
 
   constructor(options: PolicySourceOptions) {
@@ -89,9 +114,8 @@ export class PolicySource implements PolicyProvider {
   }
 
   async current(): Promise<LoadedPolicy> {
-    const { clock, maxAgeSeconds, retrySeconds = 1 } = this.#options;
-    const waitMs = (this.#loaded ? maxAgeSeconds : retrySeconds) * 1000;
-    if (this.#askedAt === undefined || clock.now() - this.#askedAt >= waitMs) {
+    const { clock } = this.#options;
+    if (this.#nextAskAt === undefined || clock.now() >= this.#nextAskAt) {
       this.#inflight ??= this.#refresh().finally(() => {
         this.#inflight = undefined;
       });
@@ -100,7 +124,7 @@ export class PolicySource implements PolicyProvider {
     if (!this.#loaded) {
       throw new UpstreamUnavailableError(
         'No valid access policy is loaded yet: no token is served until one is.',
-        retrySeconds,
+        Math.max(1, Math.ceil(((this.#nextAskAt ?? 0) - clock.now()) / 1000)),
       );
     }
     return this.#loaded;
@@ -108,11 +132,12 @@ export class PolicySource implements PolicyProvider {
 
   async #refresh(): Promise<void> {
     const { fetch, source, clock, logger, count, fixedGrants = [] } = this.#options;
-    this.#askedAt = clock.now();
+    const { maxAgeSeconds, retrySeconds = 1 } = this.#options;
     let document: FetchedDocument;
     try {
       document = await fetch();
     } catch (error) {
+      this.#nextAskAt = clock.now() + (this.#loaded ? maxAgeSeconds : retrySeconds) * 1000;
       count?.('PolicyFetchFailures');
       logger.warn('access policy fetch failed', {
         source,
@@ -121,7 +146,10 @@ export class PolicySource implements PolicyProvider {
       });
       return;
     }
-    if (document.text === this.#loadedText) return;
+    this.#nextAskAt = clock.now() + maxAgeSeconds * 1000;
+    const digest = documentDigest(document.text);
+    const version = document.version ?? digest;
+    if (document.text === this.#loadedText && version === this.#loaded?.version) return;
     let policy: AccessPolicy;
     try {
       policy = AccessPolicy.parse(document.text, { source, fixedGrants });
@@ -131,21 +159,19 @@ export class PolicySource implements PolicyProvider {
       // The message names every problem, and quotes no more of the document than ids.
       logger.error('access policy rejected', {
         source,
-        version: document.version ?? documentDigest(document.text),
+        version,
+        digest,
         problems: error.message,
         keeping: this.#loaded?.version ?? null,
       });
       return;
     }
-    this.#loaded = {
-      policy,
-      version: document.version ?? documentDigest(document.text),
-      loadedAt: clock.now(),
-    };
+    this.#loaded = { policy, version, digest, loadedAt: clock.now() };
     this.#loadedText = document.text;
     logger.info('access policy loaded', {
       source,
-      version: this.#loaded.version,
+      version,
+      digest,
       scopes: policy.scopes.size,
       principals: policy.principals.length,
     });

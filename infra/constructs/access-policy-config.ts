@@ -101,9 +101,19 @@ export class AccessPolicyConfig extends Construct {
       memorySize: 512,
       logRetention: props.logRetention,
     });
+    // AppConfig invokes the validator as its service principal ("You must
+    // provide appconfig.amazonaws.com permissions to invoke your Lambda",
+    // AWS AppConfig User Guide, "About validators"). Lambda's guidance for a
+    // service principal is to "use SourceArn or SourceAccount to limit who can
+    // invoke the function through that service" (Lambda API Reference,
+    // AddPermission): without either, another account's AppConfig profile
+    // naming this function's ARN could invoke it. AppConfig documents no
+    // source ARN for validator calls, so the condition is this account:
+    // only this account's AppConfig may run it.
     this.validator.live.addPermission('AppConfigValidates', {
       principal: new iam.ServicePrincipal('appconfig.amazonaws.com'),
       action: 'lambda:InvokeFunction',
+      sourceAccount: Stack.of(this).account,
     });
     this.profile = new appconfig.HostedConfiguration(this, 'Profile', {
       application: this.application,

@@ -5,17 +5,17 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { LAMBDA_BUNDLE_ALIASES } from '../lambda-bundling.js';
+import { LAMBDA_BUNDLE_ALIASES, LAMBDA_ESBUILD_TARGET } from '../lambda-bundling.js';
 
 /** The repository root: entries, the lock file and esbuild are found from here. */
 export const PROJECT_ROOT = resolve(import.meta.dirname, '../..');
 
 /**
  * The newest Node.js runtime this aws-cdk-lib offers (the AWS SDK needs Node 22
- * or newer from January 2027). The bundle targets the same version.
+ * or newer from January 2027). The bundle targets the same version
+ * (LAMBDA_ESBUILD_TARGET).
  */
 export const RUNTIME = lambda.Runtime.NODEJS_24_X;
-const ESBUILD_TARGET = 'node24';
 
 export interface TokenVendingFunctionProps {
   /** `token-vending-<stage>-<name>`: stable names for IAM policies, the console and test events. */
@@ -100,7 +100,7 @@ export class TokenVendingFunction extends Construct {
       },
       bundling: {
         format: OutputFormat.ESM,
-        target: ESBUILD_TARGET,
+        target: LAMBDA_ESBUILD_TARGET,
         // The packages' ES module builds first, so unused SDK code shakes out.
         mainFields: ['module', 'main'],
         minify: true,

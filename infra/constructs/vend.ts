@@ -76,7 +76,7 @@ export class Vend extends Construct {
       // plus DynamoDB, KMS and Secrets Manager calls of at most 2 s each.
       timeout: Duration.seconds(30),
       // 512 MB: CPU grows with memory; TLS, KMS and JSON work on the request
-      // path and the cold start of a 450 KB bundle run faster for the same cost.
+      // path and the cold start of a bundle of up to 350 KB run faster for the same cost.
       memorySize: 512,
       reservedConcurrentExecutions: config.reservedConcurrency.vend,
       provisionedConcurrency: config.provisionedConcurrency,

@@ -29,6 +29,7 @@ interface Permission {
   Principal: unknown;
   FunctionUrlAuthType?: string;
   InvokedViaFunctionUrl?: boolean;
+  SourceAccount?: unknown;
 }
 
 function permissions(template: Template): Permission[] {
@@ -89,13 +90,14 @@ describe('the vend Function URL', () => {
     );
   });
 
-  it('lets no one but AppConfig invoke another function through a resource-based policy', () => {
+  it("lets no one but the stack account's AppConfig invoke another function through a resource-based policy", () => {
     const others = permissions(template).filter((p) => !vendPermissions(template).includes(p));
     expect(others).toEqual([
       {
         Action: 'lambda:InvokeFunction',
         FunctionName: { Ref: aliasId(template, 'token-vending-example-policy-validator') },
         Principal: 'appconfig.amazonaws.com',
+        SourceAccount: { Ref: 'AWS::AccountId' },
       },
     ]);
   });

@@ -279,6 +279,13 @@ describe('validateStage', () => {
     ).toMatchObject({ provisionedConcurrency: 5 });
   });
 
+  it('takes a policy max age AppConfig can poll at, 15 s or more', () => {
+    expect(validateStage(withChanges({ policyMaxAgeSeconds: 15 })).policyMaxAgeSeconds).toBe(15);
+    expect(problemsOf(withChanges({ policyMaxAgeSeconds: 14 }))).toEqual([
+      'policyMaxAgeSeconds must be an integer from 15 to 3600 (AppConfig refuses polls closer together than 15 s)',
+    ]);
+  });
+
   it('takes key readers of the stage account, and names each bad one', () => {
     const readers = [
       {

@@ -138,11 +138,13 @@ describe('access policy changes at run time', () => {
   });
 
   it.each([
-    ['the store cannot be reached', new Error('AppConfig is down')],
-    ['the only version is invalid', '{"scopes":["ba demo"],"grants":[]}'],
+    // Asked again after a second: the next try may reach it.
+    ['the store cannot be reached', new Error('AppConfig is down'), 1],
+    // Asked again after the max age: a store that answered (AppConfig) answers no sooner.
+    ['the only version is invalid', '{"scopes":["ba demo"],"grants":[]}', 60],
   ])(
     'refuses every vend at a cold start where %s: 503 with Retry-After, never a grant',
-    async (_label, initial) => {
+    async (_label, initial, retryAfter) => {
       const w = world({ initial });
       const output = captureOutput();
       let answer: Awaited<ReturnType<typeof vend>>;
@@ -156,13 +158,15 @@ describe('access policy changes at run time', () => {
 
       expect(answer.status).toBe(503);
       expect(answer.body.code).toBe('upstream_unavailable');
-      expect(Number(answer.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(Number(answer.headers['retry-after'])).toBe(retryAfter);
       expect(shared.sim.stats.tokenRequests).toBe(0);
       // The health check needs no policy.
       expect(health.status).toBe(200);
 
       // Once a valid version is there, the next try after Retry-After loads it.
       w.store.document = granted;
+      w.clock.advance(retryAfter - 1);
+      expect(await w.ask()).toBe(503);
       w.clock.advance(1);
       expect(await w.ask()).toBe(200);
     },

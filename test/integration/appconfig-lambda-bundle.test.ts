@@ -40,6 +40,7 @@ now += 60_000;
 const second = await provider.current();
 process.stdout.write(JSON.stringify({
   version: first.version,
+  digest: first.digest,
   again: second.version,
   grants: first.policy.grantsOf('arn:aws:iam::111122223333:role/checkout'),
 }));`;
@@ -71,7 +72,18 @@ describe('the access policy in a function bundled for Lambda', () => {
     inputs = built.inputs;
     file = join(dir, 'policy.mjs');
     await writeFile(file, built.code);
-    fake = await startAppConfigDataFake({ identities: [CREDENTIALS], region: 'eu-west-1' });
+    // AppConfig's clock: each request comes 30 s after the one before, as the
+    // function's clock moves between its two reads (AppConfig refuses a poll
+    // sooner than the session's interval).
+    let appConfigNow = Date.now();
+    fake = await startAppConfigDataFake({
+      identities: [CREDENTIALS],
+      region: 'eu-west-1',
+      now: () => {
+        appConfigNow += 30_000;
+        return appConfigNow;
+      },
+    });
   }, 60_000);
 
   afterAll(async () => {
@@ -98,18 +110,27 @@ describe('the access policy in a function bundled for Lambda', () => {
     expect(inputs.filter((input) => input.includes('@aws-sdk/client-appconfigdata/'))).toEqual([]);
   });
 
-  it('reads the deployed policy with the credentials Lambda provides, every request signed', async () => {
-    fake.deploy(DOCUMENT);
+  it('reads the deployed policy and its version label with the credentials Lambda provides, every request signed', async () => {
+    fake.deploy(DOCUMENT, 'onboard-ba_1');
     const before = { ...fake.stats };
 
     const { stdout } = await load(LAMBDA_ENV);
 
-    const out = JSON.parse(stdout) as { version: string; again: string; grants: unknown };
-    expect(out.version).toBe(documentDigest(DOCUMENT));
+    const out = JSON.parse(stdout) as {
+      version: string;
+      digest: string;
+      again: string;
+      grants: unknown;
+    };
+    expect(out.version).toBe('onboard-ba_1');
+    expect(out.digest).toBe(documentDigest(DOCUMENT));
     // The second read polled, AppConfig answered "unchanged", the document held.
     expect(out.again).toBe(out.version);
     expect(fake.stats.polls - before.polls).toBe(2);
     expect(fake.stats.sessions - before.sessions).toBe(1);
+    // The session asked AppConfig for a poll every POLICY_MAX_AGE_SECONDS, and none was refused.
+    expect(fake.stats.requestedIntervals.at(-1)).toBe(30);
+    expect(fake.stats.tooEarly).toBe(before.tooEarly);
     expect(out.grants).toEqual({ scopes: ['ba_1'], unscoped: false });
     expect(fake.stats.refusedSignatures).toBe(before.refusedSignatures);
   });

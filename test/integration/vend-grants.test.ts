@@ -111,6 +111,7 @@ describe('GET /grants', () => {
 
     expect(answer.status).toBe(503);
     expect(answer.body.code).toBe('upstream_unavailable');
-    expect(answer.headers['retry-after']).toBe('1');
+    // The store answered (an invalid document): it is asked again after the max age.
+    expect(answer.headers['retry-after']).toBe('60');
   });
 });

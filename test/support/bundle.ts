@@ -1,20 +1,27 @@
 import { resolve } from 'node:path';
 import { build, type Metafile } from 'esbuild';
-import { LAMBDA_BUNDLE_ALIASES } from '../../infra/lambda-bundling.js';
+import { LAMBDA_BUNDLE_ALIASES, LAMBDA_ESBUILD_TARGET } from '../../infra/lambda-bundling.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
 /**
  * Bundles an entry (a file, or source text resolved from the repo root) as a
  * Lambda function is bundled: the CDK NodejsFunction settings for ESM, whose
- * mainFields prefer the packages' ES module builds so unused code shakes out.
+ * mainFields prefer the packages' ES module builds so unused code shakes out,
+ * and the construct's target (the Lambda runtime's Node.js), which it returns.
  * `forLambda` adds the imports the construct replaces (infra/lambda-bundling.ts);
  * without it the bundle is what any Node service would get.
  */
 export async function bundle(
   entry: { path: string } | { contents: string },
   { forLambda = false }: { forLambda?: boolean } = {},
-): Promise<{ bytes: number; inputs: string[]; code: Uint8Array; metafile: Metafile }> {
+): Promise<{
+  bytes: number;
+  inputs: string[];
+  code: Uint8Array;
+  metafile: Metafile;
+  target: string;
+}> {
   const result = await build({
     absWorkingDir: ROOT,
     ...(forLambda ? { alias: { ...LAMBDA_BUNDLE_ALIASES } } : {}),
@@ -24,7 +31,7 @@ export async function bundle(
     bundle: true,
     platform: 'node',
     format: 'esm',
-    target: 'node20',
+    target: LAMBDA_ESBUILD_TARGET,
     minify: true,
     mainFields: ['module', 'main'],
     metafile: true,
@@ -33,5 +40,11 @@ export async function bundle(
   });
   const bytes = result.outputFiles.reduce((sum, file) => sum + file.contents.length, 0);
   const code = result.outputFiles[0]?.contents ?? new Uint8Array();
-  return { bytes, inputs: Object.keys(result.metafile.inputs), code, metafile: result.metafile };
+  return {
+    bytes,
+    inputs: Object.keys(result.metafile.inputs),
+    code,
+    metafile: result.metafile,
+    target: LAMBDA_ESBUILD_TARGET,
+  };
 }

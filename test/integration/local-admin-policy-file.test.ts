@@ -1,0 +1,158 @@
+/**
+ * `npm run admin` against an `npm start` that reads ACCESS_POLICY_FILE, as an
+ * operator runs both: in a project directory (a temporary one linking this
+ * repository's sources and node_modules), the policy file beside them. The
+ * admin reads the file afresh on each run, whether the operator passes
+ * ACCESS_POLICY_FILE again or only the stack file names it: its status shows
+ * the file's digest, and it refreshes only the scopes the file lists, not the
+ * demo policy's.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm, symlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { documentDigest } from '../../functions/core/policy-source.js';
+import { DEMO_IDENTITY } from '../../local/local-identities.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const BASE_ENV = {
+  PATH: process.env.PATH ?? '',
+  HOME: process.env.HOME ?? tmpdir(),
+  AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+};
+/** The demo identity's role, granted everything the file lists. */
+const DEMO_ROLE = 'arn:aws:iam::000000000000:role/local-demo';
+const policy = (scopes: string[]) =>
+  JSON.stringify({ scopes, grants: [{ principal: DEMO_ROLE, scopes: ['*'] }] });
+
+let project: string;
+let stack: ChildProcess;
+let stackEnv: Record<string, string>;
+let output = '';
+
+/** `npm run --silent admin -- <event>` in the project directory. */
+function admin(event: object, env: Record<string, string>) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
+    execFile(
+      'npm',
+      ['run', '--silent', 'admin', '--', JSON.stringify(event)],
+      { cwd: project, env, timeout: 30_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+        done({ code, stdout, stderr });
+      },
+    );
+  });
+}
+const statusOf = async (env: Record<string, string>) => {
+  const run = await admin({ action: 'status' }, env);
+  expect(run).toMatchObject({ code: 0, stderr: '' });
+  return JSON.parse(run.stdout).policy;
+};
+
+beforeAll(async () => {
+  project = await mkdtemp(join(tmpdir(), 'tvf-admin-policy-file-'));
+  for (const name of [
+    'package.json',
+    'tsconfig.json',
+    'node_modules',
+    'functions',
+    'client',
+    'local',
+  ]) {
+    await symlink(join(ROOT, name), join(project, name));
+  }
+  writeFileSync(join(project, 'policy.json'), policy(['ba_demo_2']));
+  stackEnv = {
+    PORT: '0',
+    DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'),
+    TABLE_NAME: `admin-policy-file-${process.pid}-${Date.now()}`,
+    // Relative, as an operator writes it: resolved in the project directory.
+    ACCESS_POLICY_FILE: 'policy.json',
+    POLICY_REFRESH_SECONDS: '1',
+    LOCAL_IDENTITIES: JSON.stringify([
+      { ...DEMO_IDENTITY, arn: 'arn:aws:sts::000000000000:assumed-role/local-demo/s' },
+    ]),
+  };
+  // Its own process group, so that cleanup can end whatever is left of it.
+  stack = spawn('npm', ['start'], {
+    cwd: project,
+    env: { ...BASE_ENV, ...stackEnv },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  stack.stdout?.on('data', (d) => {
+    output += d;
+  });
+  stack.stderr?.on('data', (d) => {
+    output += d;
+  });
+  await new Promise<void>((ready, fail) => {
+    const timer = setTimeout(
+      () => fail(new Error(`npm start did not come up:\n${output}`)),
+      45_000,
+    );
+    stack.stdout?.on('data', () => {
+      if (!output.includes('Serving until')) return;
+      clearTimeout(timer);
+      ready();
+    });
+    stack.once('exit', () => fail(new Error(`npm start exited:\n${output}`)));
+  });
+}, 60_000);
+
+afterAll(async () => {
+  if (stack?.exitCode === null && stack.signalCode === null) {
+    try {
+      process.kill(-(stack.pid as number), 'SIGKILL');
+    } catch {
+      // the group is gone already
+    }
+  }
+  if (project) await rm(project, { recursive: true, force: true });
+});
+
+describe('npm run admin with ACCESS_POLICY_FILE', () => {
+  it("shows the file's policy in status: its digest as version, when this run read it", async () => {
+    const text = readFileSync(join(project, 'policy.json'), 'utf8');
+    const started = Math.floor(Date.now() / 1000);
+
+    // As the operator gave it to npm start, and with nothing but the stack file.
+    const given = await statusOf({ ...BASE_ENV, ...stackEnv });
+    const fromStackFile = await statusOf(BASE_ENV);
+
+    for (const shown of [given, fromStackFile]) {
+      expect(shown).toEqual({
+        version: documentDigest(text),
+        digest: documentDigest(text),
+        loaded_at: expect.any(Number),
+        scopes: 1,
+        principals: 1,
+        key_issuing_ids: 0,
+      });
+      expect(shown.loaded_at).toBeGreaterThanOrEqual(started);
+    }
+  });
+
+  it('refreshes only the scopes the file lists, and follows an edit of the file', async () => {
+    // ba_demo_1 is in the demo policy, not in the file.
+    const refused = await admin({ action: 'refresh', scope: 'ba_demo_1' }, BASE_ENV);
+    const listed = await admin({ action: 'refresh', scope: 'ba_demo_2' }, BASE_ENV);
+    const edited = policy(['ba_demo_1', 'ba_demo_2']);
+    writeFileSync(join(project, 'policy.json'), edited);
+    const afterEdit = await admin({ action: 'refresh', scope: 'ba_demo_1' }, BASE_ENV);
+    const shown = await statusOf(BASE_ENV);
+
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /^admin: invalid_request: that scope is not in the access policy/m,
+    );
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout)).toMatchObject({ scope: 'ba_demo_2', status: 'refreshed' });
+    expect(afterEdit.code).toBe(0);
+    expect(JSON.parse(afterEdit.stdout)).toMatchObject({ scope: 'ba_demo_1', status: 'refreshed' });
+    expect(shown).toMatchObject({ version: documentDigest(edited), scopes: 2 });
+  }, 60_000);
+});
