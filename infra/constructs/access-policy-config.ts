@@ -103,17 +103,16 @@ export class AccessPolicyConfig extends Construct {
     });
     // AppConfig invokes the validator as its service principal ("You must
     // provide appconfig.amazonaws.com permissions to invoke your Lambda",
-    // AWS AppConfig User Guide, "About validators"). Lambda's guidance for a
-    // service principal is to "use SourceArn or SourceAccount to limit who can
-    // invoke the function through that service" (Lambda API Reference,
-    // AddPermission): without either, another account's AppConfig profile
-    // naming this function's ARN could invoke it. AppConfig documents no
-    // source ARN for validator calls, so the condition is this account:
-    // only this account's AppConfig may run it.
+    // AWS AppConfig User Guide, "About validators"), as CDK's own
+    // LambdaValidator.fromFunction grants it. No SourceAccount or SourceArn
+    // condition: AppConfig documents neither for validator calls, and a key it
+    // does not send would deny every validation and so block every policy
+    // deployment. What an outside caller could do through AppConfig is run the
+    // check on a document of its own and learn pass or fail: the validator
+    // reads nothing of ours and returns no data.
     this.validator.live.addPermission('AppConfigValidates', {
       principal: new iam.ServicePrincipal('appconfig.amazonaws.com'),
       action: 'lambda:InvokeFunction',
-      sourceAccount: Stack.of(this).account,
     });
     this.profile = new appconfig.HostedConfiguration(this, 'Profile', {
       application: this.application,
