@@ -92,15 +92,16 @@ function importTime(file: string, env: Record<string, string>): Promise<number> 
 }
 
 /**
- * Each file's median import time over IMPORT_RUNS fresh processes, the files
+ * Each file's median import time over `runs` fresh processes, the files
  * interleaved so that drift in the machine's load hits them all alike.
  */
 export async function medianImportTimes(
   files: readonly string[],
   env: Record<string, string>,
+  runs = IMPORT_RUNS,
 ): Promise<number[]> {
   const times: number[][] = files.map(() => []);
-  for (let run = 0; run < IMPORT_RUNS; run++) {
+  for (let run = 0; run < runs; run++) {
     for (const [i, file] of files.entries()) times[i]?.push(await importTime(file, env));
   }
   return times.map(median);

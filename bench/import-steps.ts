@@ -2,10 +2,13 @@
  * Where the vend function's import time goes, step by step: the bench's
  * SDK-only baseline, the same with the credential chain cut to Lambda's (as
  * every function bundle has it), one client created, all three created as the
- * function creates them, the Powertools logger and metrics added, and the
- * function itself. Each bundle built as the bench builds them; median of 20
- * fresh processes, interleaved. Run: `npx tsx bench/import-steps.ts` (not part
- * of `npm run bench`).
+ * function creates them, the Powertools logger and metrics added, the rest of
+ * the function's code loaded but not started (what compiling and evaluating
+ * it costs), and the function itself (what its start-up runs). Each bundle
+ * built as the bench builds them; median of 20 fresh processes (or `--runs N`),
+ * interleaved. Run: `npx tsx bench/import-steps.ts [--runs N]` (not part of
+ * `npm run bench`). On a loaded machine, 20 runs move a step by a few
+ * milliseconds from one run to the next: take more, and repeat.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -13,6 +16,7 @@ import { join, resolve } from 'node:path';
 import { bundle } from '../test/support/bundle.js';
 import { BASE_ENV, medianImportTimes } from './cold-start.js';
 
+const AWS_RUNTIME = resolve(import.meta.dirname, '../functions/vend-token/aws-runtime.ts');
 const SDK = `import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { KMSClient } from '@aws-sdk/client-kms';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';`;
@@ -46,6 +50,12 @@ const STEPS = [
     entry: { contents: `${SDK}\n${POWERTOOLS}\n${CREATED}` },
   },
   {
+    label: "... and the rest of the function's code loaded, not started",
+    entry: {
+      contents: `${SDK}\n${POWERTOOLS}\n${CREATED}\nexport { createAwsRuntime } from ${JSON.stringify(AWS_RUNTIME)};`,
+    },
+  },
+  {
     label: 'the vend function',
     entry: { path: resolve(import.meta.dirname, '../functions/vend-token/handler.ts') },
   },
@@ -54,17 +64,33 @@ const STEPS = [
 const dir = await mkdtemp(join(tmpdir(), 'tvm-import-steps-'));
 try {
   const files: string[] = [];
+  const sizes: number[] = [];
   for (const [i, step] of STEPS.entries()) {
     const file = join(dir, `step-${i}.mjs`);
-    await writeFile(file, (await bundle(step.entry, { forLambda: step.forLambda ?? true })).code);
+    const built = await bundle(step.entry, { forLambda: step.forLambda ?? true });
+    await writeFile(file, built.code);
     files.push(file);
+    sizes.push(built.bytes);
   }
-  const medians = await medianImportTimes(files, BASE_ENV);
+  const runsFlag = process.argv.indexOf('--runs');
+  const runs = runsFlag === -1 ? undefined : Number(process.argv[runsFlag + 1]);
+  if (runs !== undefined && !(Number.isInteger(runs) && runs > 0)) {
+    throw new Error('--runs takes a whole number of runs, e.g. --runs 60');
+  }
+  const medians = await medianImportTimes(files, BASE_ENV, runs);
   const base = medians[0] ?? Number.NaN;
-  console.log('| bundle | import (ms) | ratio |\n| --- | ---: | ---: |');
+  // Like for like: against the same clients with the same cut credential chain.
+  const cut = medians[1] ?? Number.NaN;
+  console.log(
+    '| bundle | KB | import (ms) | ratio | ratio, like for like |\n| --- | ---: | ---: | ---: | ---: |',
+  );
   for (const [i, step] of STEPS.entries()) {
     const ms = medians[i] ?? Number.NaN;
-    console.log(`| ${step.label} | ${ms.toFixed(1)} | ${(ms / base).toFixed(2)} |`);
+    const kb = ((sizes[i] ?? Number.NaN) / 1024).toFixed(1);
+    const likeForLike = i === 0 ? '' : (ms / cut).toFixed(2);
+    console.log(
+      `| ${step.label} | ${kb} | ${ms.toFixed(1)} | ${(ms / base).toFixed(2)} | ${likeForLike} |`,
+    );
   }
 } finally {
   await rm(dir, { recursive: true, force: true });
