@@ -188,6 +188,7 @@ export class DynamoDbTokenStore implements TokenStore {
     pk: string,
     token: NonNullable<StoredItem['token']>,
     owner: string,
+    options: { readonly usedAt?: number } = {},
   ): Promise<boolean> {
     const values: Item = {
       ':sealed': { B: token.sealed },
@@ -226,6 +227,10 @@ export class DynamoDbTokenStore implements TokenStore {
     else {
       set.push('provider_created_at = :created');
       values[':created'] = num(token.providerCreatedAt);
+    }
+    if (options.usedAt !== undefined) {
+      set.push('last_used_at = :used');
+      values[':used'] = num(options.usedAt);
     }
     return this.#conditional('UpdateItem', () =>
       this.#client.send(

@@ -7,8 +7,9 @@
  *
  * - The first poll comes at 60 % of the expected mint: a waiter starts waiting
  *   only after the lease was taken, so the token usually lands within one mint.
- * - Then short polls, every fifth of a mint (at least 10 ms), until two mints'
- *   time has passed: the token is found within one short interval of its store.
+ * - Then short polls, every third of a mint (at least 10 ms, and no sooner than
+ *   twice the last read took), until 1.6 mints' time has passed: the token is
+ *   found within one short interval of its store.
  * - Then a back-off, doubling up to `maxDelayMs`, for a mint that is slow,
  *   retrying, or whose holder died (the lease runs out and a waiter takes over).
  *
@@ -32,8 +33,8 @@ export const EXPECTED_MINT_RANGE_MS = { min: 20, max: 5000 } as const;
 const FIRST_POLL_SHARE = 0.6;
 /** The least delay after a poll, in multiples of how long that poll took. */
 const READS_PACE = 2;
-const STEPS_PER_MINT = 5;
-const FAST_PHASE_MINTS = 2;
+const STEPS_PER_MINT = 3;
+const FAST_PHASE_MINTS = 1.6;
 
 export class PollSchedule {
   readonly #expected: number;

@@ -121,8 +121,15 @@ export interface TokenStore {
   /**
    * Stores a freshly minted token and clears the lease if `owner` still holds it.
    * Returns false (and writes nothing) when another owner took the lease over.
+   * `usedAt`: the token is minted for a vend, so the same write marks the scope
+   * used then (`lastUsedAt`), sparing the vend and its waiters a mark each.
    */
-  putToken(pk: string, token: StoredItem['token'] & object, owner: string): Promise<boolean>;
+  putToken(
+    pk: string,
+    token: StoredItem['token'] & object,
+    owner: string,
+    options?: { readonly usedAt?: number },
+  ): Promise<boolean>;
   /** Gives the lease up without a new token, recording the failure when there was one. */
   releaseLease(pk: string, owner: string, failure?: RefreshFailure): Promise<void>;
   /**

@@ -264,6 +264,7 @@ export class TokenService {
     if (await this.#tryLease(key, nowMs, view.revision)) {
       const refreshing = this.#mintUnderLease(key, scope, view.credentials, servable, minTtl, {
         replacesRevoked: reported,
+        forVend: true,
       });
       // With a servable token, only this caller waits for the new one (it
       // never rejects then: a failed refresh falls back to the current token).
@@ -304,7 +305,7 @@ export class TokenService {
     credentials: ProviderCredentials,
     servable: Token | undefined,
     minTtl: number,
-    options: { flags?: Partial<VendOutcome>; replacesRevoked?: boolean } = {},
+    options: { flags?: Partial<VendOutcome>; replacesRevoked?: boolean; forVend?: boolean } = {},
   ): Promise<VendResult> {
     const owner = this.#deps.instanceId;
     const flags = options.flags ?? {};
@@ -331,7 +332,17 @@ export class TokenService {
     try {
       const sealed = await this.#deps.sealer.seal(token.accessToken, key);
       const { accessToken: _, ...meta } = token;
-      const stored = await this.#deps.store.putToken(key, { ...meta, sealed }, owner);
+      // Minted for a vend: the store marks the scope used in the same write
+      // (use-marks.ts), so neither this vend nor the waiters that read the
+      // item write a mark of their own. A refresh nobody vended marks nothing.
+      const usedAt = options.forVend ? Math.max(this.#now(), token.issuedAt) : undefined;
+      const stored = await this.#deps.store.putToken(
+        key,
+        { ...meta, sealed },
+        owner,
+        usedAt === undefined ? {} : { usedAt },
+      );
+      if (stored && usedAt !== undefined) this.#useMarks.seen(key, { lastUsedAt: usedAt });
       if (!stored) {
         this.#deps.logger.warn('lease was taken over before the new token was stored', {
           scope: scope ?? 'unscoped',
@@ -392,6 +403,7 @@ export class TokenService {
       }
       const readAtMs = clock.now();
       schedule.answeredIn(readAtMs - sentAtMs);
+      this.#useMarks.seen(key, item);
       const view = await this.#items.view(item, credentials);
       const servable =
         view.token &&
@@ -415,6 +427,7 @@ export class TokenService {
           this.#deps.logger.warn('took over an expired lease', { scope: scope ?? 'unscoped' });
           return this.#mintUnderLease(key, scope, view.credentials, undefined, minTtl, {
             flags: { waited: true },
+            forVend: true,
             replacesRevoked:
               view.token !== undefined && isRevoked(view.token, revoked, this.#now()),
           });

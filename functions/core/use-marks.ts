@@ -7,7 +7,9 @@ import type { CoreLogger } from './token-service-types.js';
  * keeps in-use scopes fresh (refresh/in-use.ts). The refresh counts a scope as
  * in use when its current token has been vended at all since it was minted
  * (a mark no older than the token), which is what a mark must record: one
- * write per token, by the first vend that finds no mark covering it. A mark
+ * write per token. A token minted for a vend carries its mark in the write
+ * that stores it (token-service.ts); otherwise the first vend that finds no
+ * mark covering the token writes one. A mark
  * another instance made counts once read with the item, so sparse traffic
  * spread over many instances writes about once per token, not once per vend
  * or per instance (a mark per interval cost about half a write per vend).
@@ -23,8 +25,11 @@ export class UseMarks {
     this.#logger = logger;
   }
 
-  /** Takes note of the mark on an item just read; a read never moves a mark back. */
-  seen(key: string, item: StoredItem | undefined): void {
+  /**
+   * Takes note of the mark on an item just read (or just written with a
+   * token); a read never moves a mark back.
+   */
+  seen(key: string, item: Pick<StoredItem, 'lastUsedAt'> | undefined): void {
     const at = item?.lastUsedAt;
     if (at !== undefined && at > (this.#marked.get(key) ?? Number.NEGATIVE_INFINITY)) {
       this.#marked.set(key, at);

@@ -52,15 +52,17 @@ export class MemoryTokenStore implements TokenStore {
     pk: string,
     token: NonNullable<StoredItem['token']>,
     owner: string,
+    options: { readonly usedAt?: number } = {},
   ): Promise<boolean> {
     this.#check();
     const item = this.items.get(pk);
     if (item?.leaseOwner !== owner) return false;
+    const lastUsedAt = options.usedAt ?? item.lastUsedAt;
     this.items.set(pk, {
       pk,
       token,
       revision: token.expiresAt,
-      ...(item.lastUsedAt === undefined ? {} : { lastUsedAt: item.lastUsedAt }),
+      ...(lastUsedAt === undefined ? {} : { lastUsedAt }),
     });
     return true;
   }

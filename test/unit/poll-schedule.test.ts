@@ -5,12 +5,10 @@ const delays = (schedule: PollSchedule, n: number): number[] =>
   Array.from({ length: n }, () => schedule.next());
 
 describe('the poll schedule of a lease waiter', () => {
-  it('polls first at 60 % of the expected mint, then every fifth of a mint until two mints have passed, then backs off to the cap', () => {
+  it('polls first at 60 % of the expected mint, then every third of a mint until 1.6 mints have passed, then backs off to the cap', () => {
     const schedule = new PollSchedule({ expectedMintMs: 100, maxDelayMs: 800, random: () => 0.5 });
 
-    expect(delays(schedule, 14)).toEqual([
-      60, 20, 20, 20, 20, 20, 20, 20, 40, 80, 160, 320, 640, 800,
-    ]);
+    expect(delays(schedule, 12)).toEqual([60, 33, 33, 33, 67, 133, 267, 533, 800, 800, 800, 800]);
   });
 
   it('jitters each delay by a quarter either way', () => {
@@ -44,11 +42,11 @@ describe('the poll schedule of a lease waiter', () => {
 
     schedule.slowDown();
 
-    expect(delays(schedule, 3)).toEqual([80, 160, 320]);
+    expect(delays(schedule, 3)).toEqual([133, 267, 533]);
   });
 
-  it('bounds the reads of one waiter: at most 32 in the 13 s a waiter waits by default', () => {
-    expect(maxPolls({ expectedMintMs: 100, maxDelayMs: 800 }, 13_000)).toBe(32);
+  it('bounds the reads of one waiter: at most 28 in the 13 s a waiter waits by default', () => {
+    expect(maxPolls({ expectedMintMs: 100, maxDelayMs: 800 }, 13_000)).toBe(28);
     expect(maxPolls({ expectedMintMs: 20, maxDelayMs: 800 }, 13_000)).toBeLessThanOrEqual(40);
   });
 });

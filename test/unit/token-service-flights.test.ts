@@ -19,7 +19,7 @@ describe('one flight per scope, whatever min_ttl callers ask', () => {
 
     // Assess
     expect(t.provider.state.mints).toBe(1);
-    expect(t.store.calls).toBe(4); // get, lease, put, and one in-use mark
+    expect(t.store.calls).toBe(3); // get, lease, and the put that also marks the scope in use
     expect(new Set(results.map((r) => r.token.accessToken))).toEqual(new Set(['tok-1']));
   });
 
@@ -170,8 +170,9 @@ describe('in-use tracking', () => {
   });
 
   it('a failed mark is not retried on every vend of that instance; the next instance that reads the item writes it', async () => {
-    // Prepare: a's mark of tok-1 fails
+    // Prepare: an operator refresh stores tok-1 (no mark: nobody vended it); a's mark of it fails
     const t = setup();
+    await t.instance('operator').refresh('ba_1');
     const markUsed = t.store.markUsed.bind(t.store);
     const attempts: string[] = [];
     t.store.markUsed = async (pk, at) => {
