@@ -3,6 +3,7 @@
  * can never succeed, through the admin (wired to the job as `npm run admin`
  * wires it) and through the job, with the job records on DynamoDB Local.
  */
+import { PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { DynamoDbKeyJobIndex } from '../../functions/adapters/dynamodb-key-job-index.js';
 import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
@@ -68,6 +69,27 @@ async function stuckOn409(options: { force?: boolean } = {}): Promise<string> {
       .map((r) => r.headers['idempotency-key']),
   ).toEqual([key, key]);
   return key;
+}
+
+/**
+ * A record written by another version (a release rolled back): a state this one does not
+ * know, which it reads as pending, with a pending key and a sealed answer.
+ */
+async function sealedRecordOfAnotherVersion(): Promise<void> {
+  await kj.h.ddb.send(
+    new PutItemCommand({
+      TableName: kj.h.table,
+      Item: {
+        pk: { S: `KEYS#${ID}` },
+        business_application_id: { S: ID },
+        state: { S: 'storing' },
+        idempotency_key: { S: 'k1' },
+        sealed_response: { B: Uint8Array.of(1, 2, 3) },
+        sealed_encoding: { S: 'utf8' },
+        attempts: { N: '1' },
+      },
+    }),
+  );
 }
 
 describe('clear-pending-key', () => {
@@ -146,6 +168,22 @@ describe('clear-pending-key', () => {
     );
     expect(error.stack).toBe(`PendingKeyNotClearedError: ${error.message}`);
     expect(before.state).toEqual({ S: 'received' });
+    expect(await record()).toEqual(before);
+  });
+
+  it('refuses a sealed answer under a state this version does not know: answer_awaiting_store', async () => {
+    // Prepare
+    await sealedRecordOfAnotherVersion();
+    const before = await record();
+
+    // Act
+    const error = await rejection(
+      kj.h.job().clearPendingKey(clearEvent()),
+      PendingKeyNotClearedError,
+    );
+
+    // Assess
+    expect(error.code).toBe('answer_awaiting_store');
     expect(await record()).toEqual(before);
   });
 
@@ -235,5 +273,13 @@ describe('the store: clearPendingKey', () => {
 
     expect(await kj.h.store.clearPendingKey(ID, 'k1', now + 1, 'rejected')).toBe(false);
     expect(await kj.h.store.get(ID)).toMatchObject({ state: 'received', idempotencyKey: 'k1' });
+  });
+
+  it('never clears the key of a sealed answer, whatever state the record names', async () => {
+    await sealedRecordOfAnotherVersion();
+    const before = await record();
+
+    expect(await kj.h.store.clearPendingKey(ID, 'k1', kj.h.clock.now(), 'rejected')).toBe(false);
+    expect(await record()).toEqual(before);
   });
 });

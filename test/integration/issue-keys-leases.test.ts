@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { DynamoDbKeyJobStore } from '../../functions/adapters/dynamodb-key-job-store.js';
-import type { KeyJobStore } from '../../functions/issue-keys/ports.js';
+import type { KeyIssuingResult } from '../../functions/issue-keys/errors.js';
+import type { KeyJobStore, UnscopedTokenSource } from '../../functions/issue-keys/ports.js';
 import { afterEverySleep } from '../support/clock.js';
 import { keyJobRecord, useSecretsManagerKeyJobs } from '../support/key-job-harness.js';
 import { lostReplyClient } from '../support/lost-reply-client.js';
@@ -35,6 +36,22 @@ function storeLettingAnotherRunFirst(other: () => Promise<unknown>): KeyJobStore
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
+}
+
+/** The harness's token source, but the first token is handed out only once `other` has run. */
+function tokensLettingAnotherRunFirst(other: () => Promise<unknown>): UnscopedTokenSource {
+  const real = kj.h.tokens();
+  let raced = false;
+  return {
+    getToken: async (options) => {
+      if (!raced) {
+        raced = true;
+        await other();
+      }
+      return real.getToken(options);
+    },
+    invalidate: (scope) => real.invalidate(scope),
+  };
 }
 
 describe('the lease', () => {
@@ -89,5 +106,71 @@ describe('the lease', () => {
     expect(a.updatesSent() - updatesBeforeTakeover).toBe(1);
     expect(await keyJobRecord(kj.h, ID)).toEqual(taken);
     expect(keysSent()).toHaveLength(1);
+  });
+
+  it('is not taken for an id the record says is stored: a run that skips it writes nothing', async () => {
+    // Prepare
+    await kj.h.job().run();
+    kj.h.clock.advance(60);
+    const stored = await keyJobRecord(kj.h, ID);
+
+    // Act
+    const result = await kj.h.job().run();
+
+    // Assess
+    expect(result).toEqual({ issued: [], skipped: [ID], failed: [] });
+    expect(await keyJobRecord(kj.h, ID)).toEqual(stored);
+  });
+
+  it('holds from the moment it is taken: a run arriving before the first request is refused', async () => {
+    // Prepare: a pending issue (three 503s): the next run reuses its key, so nothing renews
+    // the lease it takes until its first request, after the token fetch.
+    kj.h.sim.injectKeysFault({ kind: 'status', status: 503 }, 3);
+    await kj.h.job().run();
+    let other: KeyIssuingResult | undefined;
+    const slow = kj.h.job({
+      tokens: tokensLettingAnotherRunFirst(async () => {
+        kj.h.clock.advance(1);
+        other = await kj.h.job().run();
+      }),
+    });
+
+    // Act: while the run waits for its token, a second later, another run tries the id
+    const result = await slow.run();
+
+    // Assess
+    expect(other).toEqual({
+      issued: [],
+      skipped: [],
+      failed: [{ id: ID, code: 'job_in_progress' }],
+    });
+    expect(result).toEqual({ issued: [ID], skipped: [], failed: [] });
+    expect(kj.h.sim.stats.keysIssued).toBe(1);
+  });
+
+  it('is renewed by each attempt: a run retrying past the lease it took still holds the job', async () => {
+    // Prepare: two 503s; 50 s pass in the first backoff and 20 s more in the second, so
+    // another run tries the id 70 s after the lease was taken (10 s after the second attempt).
+    kj.h.sim.injectKeysFault({ kind: 'status', status: 503 }, 2);
+    let other: KeyIssuingResult | undefined;
+    afterEverySleep(kj.h.clock, async (sleeps) => {
+      if (sleeps === 1) kj.h.clock.advance(50);
+      if (sleeps === 2) {
+        kj.h.clock.advance(20);
+        other = await kj.h.job().run();
+      }
+    });
+
+    // Act
+    const result = await kj.h.job({ random: () => 0 }, { leaseMs: LEASE_MS }).run();
+
+    // Assess
+    expect(other).toEqual({
+      issued: [],
+      skipped: [],
+      failed: [{ id: ID, code: 'job_in_progress' }],
+    });
+    expect(result).toEqual({ issued: [ID], skipped: [], failed: [] });
+    expect(kj.h.sim.stats.keysIssued).toBe(1);
   });
 });

@@ -1,3 +1,4 @@
+import { DeleteItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { DecryptCommand, EncryptCommand, KMSClient } from '@aws-sdk/client-kms';
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
@@ -213,6 +214,36 @@ describe('refresh Lambda handler', () => {
     expect(Object.keys(report as object).sort()).toEqual(
       ['busy', 'failed', 'fresh', 'refreshed', 'unconfigured', 'unused'].sort(),
     );
+  });
+
+  it('fails a scheduled run in which one scope could not be refreshed, with the report', async () => {
+    // Prepare: the unscoped token is in use (vended a minute ago) and no longer cached; the
+    // provider refuses the next mint
+    const client = dynamoClient();
+    const key = { pk: { S: 'TOKEN#~unscoped' } };
+    const lastUsedAt = Math.floor(Date.now() / 1000) - 60;
+    await client.send(
+      new PutItemCommand({
+        TableName: table,
+        Item: { ...key, last_used_at: { N: String(lastUsedAt) } },
+      }),
+    );
+    sim.injectTokenFault({ kind: 'status', status: 400 });
+    const { handler } = await import('../../functions/refresh/handler.js');
+
+    try {
+      // Act
+      const error = await handler({}, context).catch((e: unknown) => e);
+
+      // Assess
+      expect(error).toMatchObject({
+        name: 'ScheduledRefreshFailedError',
+        report: { failed: [{ scope: 'unscoped', code: expect.any(String) }] },
+      });
+    } finally {
+      await client.send(new DeleteItemCommand({ TableName: table, Key: key }));
+      client.destroy();
+    }
   });
 });
 

@@ -3,9 +3,10 @@
  * (Local) and the in-memory store the unit tests use, so the unit tests of the
  * lease protocol run against the same rules as production.
  */
-import { PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
+import { StoreUnavailableError } from '../../functions/core/errors.js';
 import type { LeaseTakeover, TokenStore } from '../../functions/core/ports.js';
 import { MemoryTokenStore } from '../support/memory-store.js';
 import { useSimulatorAndTable } from '../support/simulator-and-table.js';
@@ -56,6 +57,101 @@ describe.each(stores)('%s store: tryAcquireLease', (_name, makeStore) => {
     expect(await take(store, { holder: HELD }, 1_800_007_200)).toBe(false);
     expect(await take(store, { holder: HELD }, null)).toBe(true);
   });
+});
+
+/** A token as the core stores it, expiring at `expiresAt` (epoch seconds). */
+const storedToken = (expiresAt: number) => ({
+  tokenType: 'Bearer' as const,
+  scope: 'ba_demo_1',
+  issuedAt: expiresAt - 7200,
+  expiresAt,
+  credentialsVersion: 'v1',
+  sealed: new Uint8Array([1, 2, 3]),
+});
+
+describe.each(stores)('%s store: failures and use marks', (_name, makeStore) => {
+  it('only the holder of the lease stores a token or gives the lease up', async () => {
+    const store = makeStore();
+    await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000);
+
+    const put = await store.putToken(PK, storedToken(1_800_007_200), 'b');
+    await store.releaseLease(PK, 'b', { atMs: NOW, code: 'upstream_unavailable' });
+
+    expect(put).toBe(false);
+    const item = await store.get(PK);
+    expect(item).toMatchObject({ leaseOwner: 'a', revision: null });
+    expect(item?.failure).toBeUndefined();
+  });
+
+  it('a token stored under the lease clears the failure recorded before it', async () => {
+    // Prepare: a refresh failed and was recorded; another caller takes the lease
+    const store = makeStore();
+    await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000);
+    await store.releaseLease(PK, 'a', { atMs: NOW, code: 'upstream_unavailable' });
+    const failed = await store.get(PK);
+    await store.tryAcquireLease(PK, 'b', NOW + 6000, NOW + 16_000);
+
+    // Act
+    const stored = await store.putToken(PK, storedToken(1_800_007_206), 'b');
+
+    // Assess
+    expect(failed?.failure).toEqual({ atMs: NOW, code: 'upstream_unavailable' });
+    expect(stored).toBe(true);
+    expect((await store.get(PK))?.failure).toBeUndefined();
+  });
+
+  it('a use mark never creates an item, and never moves back', async () => {
+    const store = makeStore();
+
+    await store.markUsed(PK, 1_800_000_100);
+    const none = await store.get(PK);
+    await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000);
+    await store.markUsed(PK, 1_800_000_100);
+    await store.markUsed(PK, 1_800_000_050);
+
+    expect(none).toBeUndefined();
+    expect((await store.get(PK))?.lastUsedAt).toBe(1_800_000_100);
+  });
+});
+
+it('DynamoDB store: an error other than a failed condition is an outage, never a "no"', async () => {
+  // A table that is not there: every write fails, and none may read as "lease held".
+  const store = new DynamoDbTokenStore(shared.client, `${shared.table}-missing`);
+
+  const lease = await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000).catch((e: unknown) => e);
+  const put = await store.putToken(PK, storedToken(1_800_007_200), 'a').catch((e: unknown) => e);
+
+  expect(lease).toBeInstanceOf(StoreUnavailableError);
+  expect(put).toBeInstanceOf(StoreUnavailableError);
+});
+
+it('DynamoDB store: a lease keeps its item from expiring: a day without a token, else the token ttl', async () => {
+  // Prepare
+  const store = new DynamoDbTokenStore(shared.client, shared.table);
+  const ttl = async () =>
+    Number(
+      (
+        await shared.client.send(
+          new GetItemCommand({
+            TableName: shared.table,
+            Key: { pk: { S: PK } },
+            ConsistentRead: true,
+          }),
+        )
+      ).Item?.ttl?.N,
+    );
+  const expiresAt = Math.floor(NOW / 1000) + 7200;
+
+  // Act
+  await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000, null);
+  const leaseOnly = await ttl();
+  await store.putToken(PK, storedToken(expiresAt), 'a');
+  await store.tryAcquireLease(PK, 'b', NOW + 20_000, NOW + 30_000, expiresAt);
+  const besideToken = await ttl();
+
+  // Assess
+  expect(leaseOnly).toBe(Math.floor(NOW / 1000) + 86_400);
+  expect(besideToken).toBe(expiresAt - 60);
 });
 
 it('DynamoDB store: a watched lease whose lease_owner is not a string (a hand edit, read as no owner) can be taken', async () => {

@@ -18,8 +18,10 @@ const CONFIG: ScheduledRefreshConfig = {
   scopes: new Set(['ba_demo_1', 'ba_demo_2']),
 };
 
-function world(config: ScheduledRefreshConfig = CONFIG) {
-  const clock = new TestClock({ virtualSleep: true });
+function world(
+  config: ScheduledRefreshConfig = CONFIG,
+  clock = new TestClock({ virtualSleep: true }),
+) {
   const store = new DynamoDbTokenStore(shared.client, shared.table);
   const instance = () =>
     makeInstance({ sim: shared.sim, clock, client: shared.client, table: shared.table });
@@ -131,5 +133,76 @@ describe('scheduled refresh', () => {
       Math.ceil(86_400 / (7200 - 900)) + 1,
     );
     expect(waited).toBe(0);
+  });
+
+  it('with some runs starting 30 to 59 s late, keeps every caller from waiting on the provider', async () => {
+    // Prepare: the refresh function's due-within for a 5-minute schedule; one run in three
+    // on time, the others 30 to 59 s late; a caller asks mid-interval and 1 s before each run
+    const clock = new TestClock({ virtualSleep: true, frozenAt: Date.now() });
+    const w = world({ ...CONFIG, dueWithinSeconds: scheduledRefreshDueWithin(300) }, clock);
+    const instances = [w.instance(), w.instance()];
+    const start = clock.now();
+    const at = (seconds: number) => clock.advance(seconds - (clock.now() - start) / 1000);
+    const late = (run: number) => (run % 3 === 0 ? 0 : 30 + ((13 * run) % 30));
+    let waited = 0;
+    const caller = async (runtime: VendRuntime) => {
+      const before = shared.sim.stats.tokenRequests;
+      const result = await ask(runtime, 'ba_demo_1');
+      if (shared.sim.stats.tokenRequests !== before) waited++;
+      expect(result.status).toBe(200);
+    };
+    at(10);
+    await ask(instances[0]!, 'ba_demo_1');
+
+    // Act: 24 h of runs
+    for (let run = 1; run <= (24 * 60) / 5; run++) {
+      at(run * 300 - 150);
+      await caller(instances[run % 2]!);
+      at(run * 300 + late(run) - 1);
+      await caller(instances[(run + 1) % 2]!);
+      at(run * 300 + late(run));
+      await w.refresh();
+    }
+
+    // Assess
+    expect(waited).toBe(0);
+  });
+
+  it('never refreshes upstream a cached scope that is no longer in the access policy', async () => {
+    // Prepare: both scopes vended and cached; then the policy keeps only ba_demo_1
+    const w = world({ ...CONFIG, scopes: new Set(['ba_demo_1']) });
+    const caller = w.instance();
+    await ask(caller, 'ba_demo_1');
+    await ask(caller, 'ba_demo_2');
+    w.clock.advance(6000); // both tokens come due before the next run, both in use
+
+    // Act
+    const report = await w.refresh();
+
+    // Assess
+    expect(report.refreshed).toEqual(['ba_demo_1']);
+    expect(report.unconfigured).toEqual(['ba_demo_2']);
+    expect(shared.sim.stats.tokenRequestsByScope).toEqual({ ba_demo_1: 2, ba_demo_2: 1 });
+  });
+
+  it('counts a scope vended exactly the in-use window ago as in use, and a second later as unused', async () => {
+    // Prepare: a vend marks the scope; 10 s later an operator refresh mints a newer token,
+    // so only the window keeps the scope in use (it was not vended since that token was minted)
+    const clock = new TestClock({ virtualSleep: true, frozenAt: Date.now() });
+    const w = world(CONFIG, clock);
+    await ask(w.instance(), 'ba_demo_1');
+    clock.advance(10);
+    await w.instance().tokens.refresh('ba_demo_1');
+
+    // Act
+    clock.advance(CONFIG.inUseWindowSeconds - 10);
+    const atTheWindow = await w.refresh();
+    clock.advance(1);
+    const after = await w.refresh();
+
+    // Assess
+    expect(atTheWindow.fresh).toEqual(['ba_demo_1']);
+    expect(after.unused).toEqual(['ba_demo_1']);
+    expect(shared.sim.stats.tokenRequestsByScope.ba_demo_1).toBe(2);
   });
 });

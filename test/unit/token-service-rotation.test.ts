@@ -66,6 +66,40 @@ describe('a rotation is never undone by an instance that still holds the old sec
     expect(t.store.items.get('TOKEN#ba_1')?.token?.credentialsVersion).toBe('v2');
   });
 
+  it('a waiter that cannot re-read the secret serves the token the holder stored as unverified', async () => {
+    // Prepare: b holds the lease; the lagging instance (cached v1, the secret unreadable now)
+    // starts waiting
+    const t = setup();
+    const secret = new SecretCache(V2, V1);
+    secret.down = true;
+    const lagging = t.instance('lagging', secret);
+    await t.store.tryAcquireLease('TOKEN#ba_1', 'b', t.clock.now(), t.clock.now() + 10_000);
+    const waiting = lagging.getToken('ba_1', 300);
+    await new Promise((resolve) => setImmediate(resolve));
+
+    // Act: b stores a v2 token and frees the lease
+    const now = Math.floor(t.clock.now() / 1000);
+    const sealed = await t.sealer.seal('tok-v2', 'TOKEN#ba_1');
+    await t.store.putToken(
+      'TOKEN#ba_1',
+      {
+        tokenType: 'Bearer',
+        scope: 'ba_1',
+        issuedAt: now,
+        expiresAt: now + 7200,
+        credentialsVersion: 'v2',
+        sealed,
+      },
+      'b',
+    );
+    const result = await waiting;
+
+    // Assess: served, but as what it is: a token whose version this instance cannot check
+    expect(result.token.accessToken).toBe('tok-v2');
+    expect(result.outcome).toMatchObject({ tier: 'l2', degraded: true, waited: false });
+    expect(t.provider.state.mints).toBe(0);
+  });
+
   it('without a readable secret, a token of another version is served but never replaced', async () => {
     // Prepare: the lagging instance cannot re-read; the table holds a v2 token
     const t = setup();
@@ -119,6 +153,29 @@ describe('a rotation is never undone by an instance that still holds the old sec
 
     expect(result.token.accessToken).toBe('tok-1');
     expect(t.store.items.get('TOKEN#ba_1')?.token?.credentialsVersion).toBe(V1.version);
+  });
+});
+
+describe('DynamoDB down after a rotation', () => {
+  it('never serves from L1 a token minted with the rotated-out secret: it mints with the new one', async () => {
+    // Prepare: the instance holds a v1 token in L1; the secret rotates to v2, which the
+    // instance has read; then DynamoDB goes down
+    const t = setup();
+    const secret = new SecretCache(V1);
+    const instance = t.instance('i', secret);
+    const before = await instance.getToken('ba_1', 300);
+    secret.current = V2;
+    secret.cached = V2;
+    t.store.down = true;
+
+    // Act
+    const result = await instance.getToken('ba_1', 300);
+
+    // Assess
+    expect(before.token).toMatchObject({ accessToken: 'tok-1', credentialsVersion: 'v1' });
+    expect(result.token).toMatchObject({ accessToken: 'tok-2', credentialsVersion: 'v2' });
+    expect(result.outcome).toMatchObject({ tier: 'provider', degraded: true });
+    expect(t.provider.state.seen.at(-1)).toEqual(V2);
   });
 });
 

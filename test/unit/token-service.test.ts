@@ -271,6 +271,51 @@ describe('TokenService', () => {
     expect(t.provider.state.mints).toBe(1);
   });
 
+  it('backs off for exactly its length: the provider is asked again 5 s after a failure, not later', async () => {
+    t.provider.state.fail = new UpstreamUnavailableError('down');
+    const failed = await t.a.getToken('ba_1', 300).catch((e) => e);
+    t.provider.state.fail = undefined;
+
+    await t.clock.sleep(4999);
+    const during = await t.b.getToken('ba_1', 300).catch((e) => e);
+    await t.clock.sleep(1);
+    const after = await t.b.getToken('ba_1', 300);
+
+    expect(failed).toBeInstanceOf(UpstreamUnavailableError);
+    expect(during).toBeInstanceOf(UpstreamUnavailableError);
+    expect(after.token.accessToken).toBe('tok-2');
+  });
+
+  it('a scheduled refresh backs off after a failed refresh; an operator refresh does not', async () => {
+    // Prepare: a's refresh-ahead fails 600 s before expiry; it keeps serving the current token
+    await t.a.getToken('ba_1', 300);
+    t.clock.advance(7200 - 600);
+    t.provider.state.fail = new UpstreamUnavailableError('down');
+    const current = await t.a.getToken('ba_1', 300);
+    t.provider.state.fail = undefined;
+    const mints = t.provider.state.mints;
+
+    // Act: within the back-off, the schedule, then an operator
+    const scheduled = await t.b.refresh('ba_1', { dueWithinSeconds: 360 });
+    const forced = await t.b.refresh('ba_1');
+
+    // Assess
+    expect(current.token.accessToken).toBe('tok-1');
+    expect(scheduled).toEqual({ status: 'busy' });
+    expect(forced.status).toBe('refreshed');
+    expect(t.provider.state.mints).toBe(mints + 1);
+  });
+
+  it('marks no use while DynamoDB is down: a degraded vend makes no store call but its failed read', async () => {
+    t.store.down = true;
+    const before = t.store.calls;
+
+    const result = await t.a.getToken('ba_1', 300);
+
+    expect(result.outcome).toMatchObject({ tier: 'provider', degraded: true });
+    expect(t.store.calls - before).toBe(1);
+  });
+
   it('backs off per instance when both the store and the provider fail', async () => {
     t.store.down = true;
     t.provider.state.fail = new UpstreamUnavailableError('down', 3);
