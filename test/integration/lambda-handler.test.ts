@@ -225,7 +225,8 @@ describe('refresh Lambda handler', () => {
     await client.send(
       new PutItemCommand({
         TableName: table,
-        Item: { ...key, last_used_at: { N: String(lastUsedAt) } },
+        // As the store writes an item: token_pk puts it in the index the refresh lists.
+        Item: { ...key, token_pk: key.pk, last_used_at: { N: String(lastUsedAt) } },
       }),
     );
     sim.injectTokenFault({ kind: 'status', status: 400 });
