@@ -52,7 +52,8 @@ export async function startStackControl(pool: Pick<InstancePool, 'forget'>): Pro
     const answer = (status: number) => res.writeHead(status).end();
     if (req.method !== 'POST' || req.url !== '/forget') return answer(404);
     if (!sameToken(req.headers[CONTROL_TOKEN_HEADER], token)) return answer(403);
-    const body = await readBody(req);
+    // A client gone mid-body is answered nothing; it never reaches the process.
+    const body = await readBody(req).catch(() => undefined);
     let parsed: unknown;
     try {
       parsed = body === undefined ? undefined : JSON.parse(body);

@@ -27,8 +27,12 @@ export interface PollScheduleOptions {
 
 /** Below this a fast poll only adds reads: a GetItem takes a few milliseconds itself. */
 export const MIN_POLL_STEP_MS = 10;
-/** Expected mint durations are clamped to this range (a stored value may be odd). */
-export const EXPECTED_MINT_RANGE_MS = { min: 20, max: 5000 } as const;
+/**
+ * Expected mint durations are clamped to this range: a stored value may be
+ * odd, and one mint slowed by provider retries must not hold the next burst's
+ * waiters back for seconds (the back-off covers slow mints anyway).
+ */
+export const EXPECTED_MINT_RANGE_MS = { min: 20, max: 2000 } as const;
 
 const FIRST_POLL_SHARE = 0.6;
 /** The least delay after a poll, in multiples of how long that poll took. */
@@ -95,6 +99,7 @@ export class PollSchedule {
 export function maxPolls(options: Omit<PollScheduleOptions, 'random'>, waitMs: number): number {
   const schedule = new PollSchedule({ ...options, random: () => 0 });
   let polls = 0;
-  for (let at = schedule.next(); at <= waitMs; at += schedule.next()) polls++;
-  return polls;
+  for (let at = schedule.next(); at < waitMs; at += schedule.next()) polls++;
+  // The waiter cuts its last sleep to the deadline and reads once more there.
+  return polls + 1;
 }

@@ -12,7 +12,7 @@ import { ItemReader } from './item-reader.js';
 import { LeaseWatch, MAX_CLOCK_SKEW_MS } from './lease-watch.js';
 import { MemoryTokenCache, SingleFlight } from './memory-cache.js';
 import { mintToken } from './mint-token.js';
-import { PollSchedule } from './poll-schedule.js';
+import { MIN_POLL_STEP_MS, PollSchedule } from './poll-schedule.js';
 import type {
   LeaseHolder,
   ProviderCredentials,
@@ -233,7 +233,7 @@ export class TokenService {
     known: ProviderCredentials | undefined,
     revoked: string | undefined,
   ): Promise<Lookup> {
-    const item = await this.#deps.store.get(key);
+    const item = await this.#readPatiently(key);
     const readAtMs = this.#deps.clock.now();
     this.#useMarks.seen(key, item);
     const view = await this.#items.view(item, known);
@@ -445,20 +445,47 @@ export class TokenService {
    * clocks may disagree, or is `holder` (watched unchanged for a lease period),
    * and, given `seenRevision`, only while the stored token is still the one read.
    */
-  #tryLease(
+  async #tryLease(
     key: string,
     nowMs: number,
     seenRevision?: number | null,
     holder?: LeaseHolder,
   ): Promise<boolean> {
-    return this.#deps.store.tryAcquireLease(
-      key,
-      this.#deps.instanceId,
-      nowMs,
-      nowMs + this.#leaseMs,
-      seenRevision,
-      { ranOutBeforeMs: nowMs - MAX_CLOCK_SKEW_MS, ...(holder ? { holder } : {}) },
-    );
+    try {
+      return await this.#deps.store.tryAcquireLease(
+        key,
+        this.#deps.instanceId,
+        nowMs,
+        nowMs + this.#leaseMs,
+        seenRevision,
+        { ranOutBeforeMs: nowMs - MAX_CLOCK_SKEW_MS, ...(holder ? { holder } : {}) },
+      );
+    } catch (error) {
+      // Throttled: the item is hot, most likely with others after the same
+      // lease. Not taken; this caller waits like any other (see #waitForRefresh).
+      if (error instanceof StoreUnavailableError && error.throttled) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * A vend's first read of the item. A throttled read (many instances on one
+   * hot item) is tried again after a short jittered back-off, within the
+   * waiters' bound, instead of degrading: degraded mode would have every one
+   * of those instances mint. Any other failure is an outage, as before.
+   */
+  async #readPatiently(key: string): Promise<StoredItem | undefined> {
+    const { clock } = this.#deps;
+    const deadline = clock.now() + this.#maxWaitMs;
+    for (let delay = MIN_POLL_STEP_MS * 2; ; delay = Math.min(2 * delay, this.#pollMaxMs)) {
+      try {
+        return await this.#deps.store.get(key);
+      } catch (error) {
+        const throttled = error instanceof StoreUnavailableError && error.throttled;
+        if (!throttled || clock.now() + delay >= deadline) throw error;
+      }
+      await clock.sleep(Math.round(delay * (0.75 + 0.5 * this.#deps.random())));
+    }
   }
 
   /** Gives the lease up; a store failure here only delays others until the lease runs out. */

@@ -108,7 +108,7 @@ describe('lease waiters', () => {
     expect(result.token.accessToken).toBe('tok-1');
     expect(result.outcome).toMatchObject({ tier: 'provider', waited: true });
     expect(t.provider.state.mints).toBe(1);
-    expect(reads).toBeLessThanOrEqual(1 + 28);
+    expect(reads).toBeLessThanOrEqual(1 + 29);
   });
 
   it('take a throttled poll (many waiters on one item) as "not yet", never as an outage that makes each of them mint', async () => {
@@ -130,6 +130,39 @@ describe('lease waiters', () => {
     const result = await t.a.getToken('ba_1', 300);
 
     expect(throttled).toBe(3);
+    expect(result.token.accessToken).toBe('tok-from-b');
+    expect(result.outcome.degraded).toBe(false);
+    expect(t.provider.state.mints).toBe(0);
+  });
+
+  it('arriving while the item is throttled, keep reading and wait: no instance degrades and mints', async () => {
+    await holderStoresAfter(300);
+    const get = t.store.get.bind(t.store);
+    const acquire = t.store.tryAcquireLease.bind(t.store);
+    const throttle = () =>
+      new StoreUnavailableError('DynamoDB failed (ProvisionedThroughputExceededException)', {
+        throttled: true,
+      });
+    let refusedReads = 0;
+    let refusedLeases = 0;
+    t.store.get = async (pk) => {
+      if (refusedReads < 2) {
+        refusedReads++;
+        throw throttle();
+      }
+      return get(pk);
+    };
+    t.store.tryAcquireLease = async (...args) => {
+      if (refusedLeases < 1) {
+        refusedLeases++;
+        throw throttle();
+      }
+      return acquire(...args);
+    };
+
+    const result = await t.a.getToken('ba_1', 300);
+
+    expect([refusedReads, refusedLeases]).toEqual([2, 1]);
     expect(result.token.accessToken).toBe('tok-from-b');
     expect(result.outcome.degraded).toBe(false);
     expect(t.provider.state.mints).toBe(0);
