@@ -110,6 +110,14 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
       met: importRatio <= 1.1,
     },
     {
+      target:
+        'vend import time <= 1.25 x SDK-only bundle with the same Lambda credential chain (like for like)',
+      measured: vend
+        ? `${vend.importMs.toFixed(1)} ms vs ${vend.sdkOnlyLambdaImportMs.toFixed(1)} ms (${(vend.importMs / vend.sdkOnlyLambdaImportMs).toFixed(2)} x)`
+        : 'n/a',
+      met: vend !== undefined && vend.importMs <= 1.25 * vend.sdkOnlyLambdaImportMs,
+    },
+    {
       target: `hot vend with a policy of ${results.policyScale.scopes} scopes and ${results.policyScale.grants} grants <= 1.05 x with 2 grants`,
       measured: `${ms(results.policyScale.hotVendLargeMs)} vs ${ms(results.policyScale.hotVendSmallMs)} (${results.policyScale.hotVendRatio.toFixed(2)} x)`,
       met: results.policyScale.hotVendRatio <= 1.05,
