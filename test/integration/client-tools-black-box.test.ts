@@ -12,11 +12,10 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Sha256 } from '@aws-crypto/sha256-js';
-import { SignatureV4 } from '@smithy/signature-v4';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DEMO_IDENTITY } from '../../local/local-identities.js';
 import { type NpmStart, startNpmStart } from '../support/npm-start.js';
+import { signedGet } from '../support/sigv4.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const TVM = join(ROOT, 'client/dist/tvm.js');
@@ -99,23 +98,7 @@ const node = (args: string[]) => start(process.execPath, args).done;
 
 describe('what the caller is granted', () => {
   it('GET /grants, signed by hand as the demo identity, answers its principal and grants', async () => {
-    const target = new URL(`${stack.url}/grants`);
-    const signer = new SignatureV4({
-      service: 'lambda',
-      region: 'us-east-1',
-      credentials: DEMO_IDENTITY,
-      sha256: Sha256,
-    });
-    const signed = await signer.sign({
-      method: 'GET',
-      protocol: target.protocol,
-      hostname: target.hostname,
-      port: Number(target.port),
-      path: target.pathname,
-      headers: { host: target.host },
-    });
-
-    const response = await fetch(target, { headers: signed.headers });
+    const response = await signedGet(`${stack.url}/grants`, DEMO_IDENTITY);
 
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({

@@ -9,33 +9,16 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Sha256 } from '@aws-crypto/sha256-js';
-import { SignatureV4 } from '@smithy/signature-v4';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DEMO_IDENTITY } from '../../local/local-identities.js';
 import type { StackInfo } from '../../local/stack.js';
 import { type NpmStart, startNpmStart } from '../support/npm-start.js';
+import { signedGet } from '../support/sigv4.js';
 
-const signer = new SignatureV4({
-  service: 'lambda',
-  region: 'us-east-1',
-  credentials: DEMO_IDENTITY,
-  sha256: Sha256,
-});
-
+/** One signed vend, timed from signing to the last byte of the answer. */
 async function vend(url: string, scope: string): Promise<{ status: number; ms: number }> {
-  const target = new URL(`${url}/token?min_ttl=300&scope=${scope}`);
-  const signed = await signer.sign({
-    method: 'GET',
-    protocol: target.protocol,
-    hostname: target.hostname,
-    port: Number(target.port),
-    path: target.pathname,
-    query: Object.fromEntries(target.searchParams),
-    headers: { host: target.host },
-  });
   const started = performance.now();
-  const response = await fetch(target, { headers: signed.headers });
+  const response = await signedGet(`${url}/token?min_ttl=300&scope=${scope}`, DEMO_IDENTITY);
   await response.text();
   return { status: response.status, ms: performance.now() - started };
 }

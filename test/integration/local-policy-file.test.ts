@@ -7,11 +7,10 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Sha256 } from '@aws-crypto/sha256-js';
-import { SignatureV4 } from '@smithy/signature-v4';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DEMO_IDENTITY, type LocalIdentity } from '../../local/local-identities.js';
 import { type NpmStart, startNpmStart } from '../support/npm-start.js';
+import { signedGet } from '../support/sigv4.js';
 
 const PARTNER: LocalIdentity = {
   accessKeyId: 'AKIALOCALPARTNER0001',
@@ -63,23 +62,7 @@ async function rejection(stack: NpmStart, withinMs: number) {
 }
 
 async function status(stack: NpmStart, who: LocalIdentity): Promise<number> {
-  const target = new URL(`${stack.url}/token?scope=ba_demo_1`);
-  const signer = new SignatureV4({
-    service: 'lambda',
-    region: 'us-east-1',
-    credentials: who,
-    sha256: Sha256,
-  });
-  const signed = await signer.sign({
-    method: 'GET',
-    protocol: target.protocol,
-    hostname: target.hostname,
-    port: Number(target.port),
-    path: target.pathname,
-    query: Object.fromEntries(target.searchParams),
-    headers: { host: target.host },
-  });
-  const response = await fetch(target, { headers: signed.headers });
+  const response = await signedGet(`${stack.url}/token?scope=ba_demo_1`, who);
   await response.body?.cancel();
   return response.status;
 }

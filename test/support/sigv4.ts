@@ -87,3 +87,21 @@ export async function signRequest(options: SignOptions): Promise<SignedRequest> 
   for (const [name, value] of Object.entries(signed.headers)) headers[name.toLowerCase()] = value;
   return { method: signed.method, path: signed.path, headers, body };
 }
+
+/**
+ * GETs `url` signed as `identity` (service lambda, us-east-1), as a caller of
+ * a running local URL sends it: the black-box tests' one signed request.
+ */
+export async function signedGet(url: string, identity: LocalIdentity): Promise<Response> {
+  const target = new URL(url);
+  const query = Object.fromEntries(target.searchParams);
+  const signed = await signRequest({
+    identity,
+    hostname: target.hostname,
+    port: Number(target.port),
+    path: target.pathname,
+    query,
+  });
+  const search = Object.keys(query).length > 0 ? `?${wireQuery(query)}` : '';
+  return fetch(`${target.origin}${target.pathname}${search}`, { headers: signed.headers });
+}
