@@ -34,6 +34,10 @@ export const MIN_POLL_STEP_MS = 10;
  */
 export const EXPECTED_MINT_RANGE_MS = { min: 20, max: 2000 } as const;
 
+/** `ms` jittered by ±25 % (`random` in [0, 1)), at least 1 ms: how every waiter's delay spreads. */
+export const jittered = (ms: number, random: () => number): number =>
+  Math.max(1, Math.round(ms * (0.75 + 0.5 * random())));
+
 const FIRST_POLL_SHARE = 0.6;
 /** The least delay after a poll, in multiples of how long that poll took. */
 const READS_PACE = 2;
@@ -65,7 +69,7 @@ export class PollSchedule {
     const nominal = this.#nominal();
     this.#elapsed += nominal;
     const paced = Math.max(nominal, READS_PACE * this.#lastReadMs);
-    return Math.max(1, Math.round(paced * (0.75 + 0.5 * this.#random())));
+    return jittered(paced, this.#random);
   }
 
   /**

@@ -12,7 +12,7 @@ import { ItemReader } from './item-reader.js';
 import { LeaseWatch, MAX_CLOCK_SKEW_MS } from './lease-watch.js';
 import { MemoryTokenCache, SingleFlight } from './memory-cache.js';
 import { mintToken } from './mint-token.js';
-import { MIN_POLL_STEP_MS, PollSchedule } from './poll-schedule.js';
+import { jittered, MIN_POLL_STEP_MS, PollSchedule } from './poll-schedule.js';
 import type {
   LeaseHolder,
   ProviderCredentials,
@@ -484,7 +484,7 @@ export class TokenService {
         const throttled = error instanceof StoreUnavailableError && error.throttled;
         if (!throttled || clock.now() + delay >= deadline) throw error;
       }
-      await clock.sleep(Math.round(delay * (0.75 + 0.5 * this.#deps.random())));
+      await clock.sleep(jittered(delay, this.#deps.random));
     }
   }
 
