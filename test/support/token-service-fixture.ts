@@ -102,17 +102,21 @@ export class SecretCache implements CredentialsSource {
   }
 }
 
-/** Stores a token as another instance would: under its lease, sealed, then released. */
+/**
+ * Stores a token as another instance would: under its lease, sealed, then
+ * released. `heldBy`: the instance already holds the lease (it minted under it).
+ */
 export async function storeToken(
   t: ReturnType<typeof setup>,
   scope: string,
   token: { accessToken: string; version: string; secondsLeft: number; lifetime?: number },
+  heldBy?: string,
 ): Promise<void> {
   const key = `TOKEN#${scope}`;
   const now = Math.floor(t.clock.now() / 1000);
   const lifetime = token.lifetime ?? 7200;
-  const owner = `writer-${token.accessToken}`;
-  await t.store.tryAcquireLease(key, owner, 0, 1);
+  const owner = heldBy ?? `writer-${token.accessToken}`;
+  if (heldBy === undefined) await t.store.tryAcquireLease(key, owner, 0, 1);
   const sealed = await t.sealer.seal(token.accessToken, key);
   await t.store.putToken(
     key,

@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { StoreUnavailableError } from '../../functions/core/errors.js';
 import type { StoredItem } from '../../functions/core/ports.js';
-import { setup } from '../support/token-service-fixture.js';
+import { setup, storeToken } from '../support/token-service-fixture.js';
 
 /**
  * Callers on other instances wait while one instance mints (the lease). These
@@ -29,20 +29,8 @@ describe('lease waiters', () => {
       reads++;
       if (!landed && t.clock.now() >= t0 + afterMs) {
         landed = true;
-        const now = Math.floor(t.clock.now() / 1000);
-        const sealed = await t.sealer.seal('tok-from-b', 'TOKEN#ba_1');
-        await t.store.putToken(
-          'TOKEN#ba_1',
-          {
-            tokenType: 'Bearer',
-            scope: 'ba_1',
-            issuedAt: now,
-            expiresAt: now + 7200,
-            credentialsVersion: 'v1',
-            sealed,
-          },
-          'b',
-        );
+        const token = { accessToken: 'tok-from-b', version: 'v1', secondsLeft: 7200 };
+        await storeToken(t, 'ba_1', token, 'b');
       }
       return get(pk);
     };
