@@ -7,10 +7,11 @@
  * token from the stack file (mode 0600); nothing else is accepted.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as v from 'valibot';
 import type { InstancePool } from './instance-pool.js';
+import { readBody } from './simulator-http.js';
 
 export const CONTROL_TOKEN_HEADER = 'x-local-control-token';
 const MAX_BODY_BYTES = 64 * 1024;
@@ -28,17 +29,6 @@ export interface StackControl {
   close(): Promise<void>;
 }
 
-async function readBody(req: IncomingMessage): Promise<string | undefined> {
-  let size = 0;
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) return undefined;
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
 function sameToken(given: string | string[] | undefined, token: string): boolean {
   if (typeof given !== 'string') return false;
   const a = Buffer.from(given);
@@ -52,11 +42,12 @@ export async function startStackControl(pool: Pick<InstancePool, 'forget'>): Pro
     const answer = (status: number) => res.writeHead(status).end();
     if (req.method !== 'POST' || req.url !== '/forget') return answer(404);
     if (!sameToken(req.headers[CONTROL_TOKEN_HEADER], token)) return answer(403);
-    // A client gone mid-body is answered nothing; it never reaches the process.
-    const body = await readBody(req).catch(() => undefined);
+    // The simulator's reader never rejects: a client gone mid-body, or a body
+    // over the limit, is answered 400 and never reaches the process.
+    const read = await readBody(req, MAX_BODY_BYTES);
     let parsed: unknown;
     try {
-      parsed = body === undefined ? undefined : JSON.parse(body);
+      parsed = read.kind === 'ok' ? JSON.parse(read.body) : undefined;
     } catch {
       parsed = undefined;
     }
