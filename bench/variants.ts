@@ -39,6 +39,7 @@ import {
   discardingLogger,
   POLICY,
   SCOPES,
+  type World,
 } from './world.js';
 
 /** How one vend was served, as the vend app's audit line labels it; `error:<code>` on failure. */
@@ -105,7 +106,7 @@ export const WAITED_ON_PROVIDER = new Set(['provider', 'refreshed', 'waited']);
 
 export interface VariantOptions {
   readonly name: VariantName;
-  readonly endpoint: string;
+  readonly world: Pick<World, 'endpoint' | 'sockets'>;
   readonly table: string;
   readonly sim: ProviderSimulator;
   readonly clock: Clock;
@@ -121,7 +122,6 @@ export interface Variant {
   readonly leaseWaits?: () => { readonly waits: number; readonly polls: number };
   /** One run of the scheduled refresh; only the product has one. */
   readonly scheduledRefresh?: () => Promise<void>;
-  close(): void;
 }
 
 let secretsStubbed = false;
@@ -146,7 +146,7 @@ export function createVariant(options: VariantOptions): Variant {
   const logger = discardingLogger();
   // The simulated instances share one DynamoDB client (50 sockets): on one
   // machine, 50 clients' connection set-up would be measured instead of the cache.
-  const shared = countingClient(options.endpoint);
+  const shared = countingClient(options.world);
   const vendDb = (): CountingClient => shared;
   const provider: ProviderClientConfig = { baseUrl: options.sim.url, unscopedScopeMode: 'omit' };
   const credentials = (): CredentialsSource =>
@@ -187,15 +187,13 @@ export function createVariant(options: VariantOptions): Variant {
       tokenConfig: { refreshAheadSeconds: REFRESH_AHEAD_SECONDS },
     });
 
-  const closeAll = () => shared.client.destroy();
   const base = {
     name: options.name,
     vendDynamoCalls: () => shared.total(),
-    close: closeAll,
   };
   switch (options.name) {
     case 'ours': {
-      const scheduleDb = countingClient(options.endpoint);
+      const scheduleDb = countingClient(options.world);
       const scheduler = runtime(scheduleDb);
       const store = new DynamoDbTokenStore(scheduleDb.client, options.table);
       return {
@@ -214,10 +212,6 @@ export function createVariant(options: VariantOptions): Variant {
               scopes: new Set(SCOPES),
             },
           );
-        },
-        close: () => {
-          closeAll();
-          scheduleDb.client.destroy();
         },
       };
     }

@@ -72,7 +72,7 @@ async function setUp(world: World, name: VariantName, providerLatencyMs: number)
   }
   const clock = new TestClock();
   return {
-    variant: createVariant({ name, endpoint: world.endpoint, table, sim: world.sim, clock }),
+    variant: createVariant({ name, world, table, sim: world.sim, clock }),
     clock,
     table,
   };
@@ -137,23 +137,19 @@ export async function coldStampede(
   requestCount: number,
 ): Promise<StampedeResult> {
   const { variant, clock } = await setUp(world, name, PROVIDER_LATENCY_MS);
-  try {
-    const instances = Array.from({ length: INSTANCES }, () => variant.instance());
-    const requests = Array.from({ length: requestCount }, (_, k) => ({
-      scope: scopes[k % scopes.length]!,
-      instance: instances[k % INSTANCES]!,
-    }));
-    const records = await Promise.all(requests.map((r) => timedVend(r.instance, r.scope)));
-    const now = epochSeconds(clock);
-    const bad = records.filter((r, i) => isBad(r, requests[i]!.scope, now)).length;
-    return {
-      ...summarizeRun(world, variant, records, bad),
-      scopes: scopes.length,
-      requestsPerScope: requestCount / scopes.length,
-    };
-  } finally {
-    variant.close();
-  }
+  const instances = Array.from({ length: INSTANCES }, () => variant.instance());
+  const requests = Array.from({ length: requestCount }, (_, k) => ({
+    scope: scopes[k % scopes.length]!,
+    instance: instances[k % INSTANCES]!,
+  }));
+  const records = await Promise.all(requests.map((r) => timedVend(r.instance, r.scope)));
+  const now = epochSeconds(clock);
+  const bad = records.filter((r, i) => isBad(r, requests[i]!.scope, now)).length;
+  return {
+    ...summarizeRun(world, variant, records, bad),
+    scopes: scopes.length,
+    requestsPerScope: requestCount / scopes.length,
+  };
 }
 
 /** Simulated seconds between two vends of the day's steady traffic. */
@@ -185,34 +181,30 @@ export async function simulatedDay(world: World, name: VariantName): Promise<Day
   let bad = 0;
   let waitedAfterFirstMint = 0;
   let servedInRefreshWindow = 0;
-  try {
-    for (let t = 0; t < DAY_SECONDS; t += DAY_STEP_SECONDS) {
-      if (t % REFRESH_INTERVAL_SECONDS === 0) await variant.scheduledRefresh?.();
-      const index = Math.floor(random() * INSTANCES);
-      const scope = SCOPES[Math.floor(random() * SCOPES.length)]!;
-      if (slots[index]!.diesAt <= t) slots[index] = spawn(t);
-      const record = await timedVend(slots[index]!.instance, scope, MIN_TTL);
-      records.push(record);
-      if (isBad(record, scope, epochSeconds(clock))) bad++;
-      const left = (record.expiresAt ?? 0) - epochSeconds(clock);
-      if (minted.has(scope) && record.status === 200 && left <= REFRESH_AHEAD_SECONDS) {
-        servedInRefreshWindow++;
-      }
-      if (WAITED_ON_PROVIDER.has(record.label)) {
-        if (minted.has(scope)) waitedAfterFirstMint++;
-        minted.add(scope);
-      }
-      clock.advance(DAY_STEP_SECONDS);
+  for (let t = 0; t < DAY_SECONDS; t += DAY_STEP_SECONDS) {
+    if (t % REFRESH_INTERVAL_SECONDS === 0) await variant.scheduledRefresh?.();
+    const index = Math.floor(random() * INSTANCES);
+    const scope = SCOPES[Math.floor(random() * SCOPES.length)]!;
+    if (slots[index]!.diesAt <= t) slots[index] = spawn(t);
+    const record = await timedVend(slots[index]!.instance, scope, MIN_TTL);
+    records.push(record);
+    if (isBad(record, scope, epochSeconds(clock))) bad++;
+    const left = (record.expiresAt ?? 0) - epochSeconds(clock);
+    if (minted.has(scope) && record.status === 200 && left <= REFRESH_AHEAD_SECONDS) {
+      servedInRefreshWindow++;
     }
-    return {
-      ...summarizeRun(world, variant, records, bad),
-      waitedAfterFirstMint,
-      servedInRefreshWindow,
-      instancesStarted: started,
-    };
-  } finally {
-    variant.close();
+    if (WAITED_ON_PROVIDER.has(record.label)) {
+      if (minted.has(scope)) waitedAfterFirstMint++;
+      minted.add(scope);
+    }
+    clock.advance(DAY_STEP_SECONDS);
   }
+  return {
+    ...summarizeRun(world, variant, records, bad),
+    waitedAfterFirstMint,
+    servedInRefreshWindow,
+    instancesStarted: started,
+  };
 }
 
 export interface LatencyResult {
@@ -235,62 +227,57 @@ const REFRESH_ROUNDS = 20;
 export async function latency(world: World, name: VariantName): Promise<LatencyResult> {
   const { variant, clock, table } = await setUp(world, name, 0);
   const scope = SCOPES[0]!;
-  const bare = countingClient(world.endpoint);
-  try {
-    const instance = variant.instance();
-    await timedVend(instance, scope);
+  const bare = countingClient(world);
+  const instance = variant.instance();
+  await timedVend(instance, scope);
 
-    const l1: number[] = [];
-    // Without a cache every vend mints: there is no hit to time.
-    for (let i = 0; name !== 'no-cache' && i < WARM_UP + L1_SAMPLES; i++) {
-      const record = await timedVend(instance, scope);
-      if (i >= WARM_UP && record.label === 'l1') l1.push(record.ms);
-    }
-
-    const l2: number[] = [];
-    const get: number[] = [];
-    const getItem = new GetItemCommand({
-      TableName: table,
-      Key: { pk: { S: `TOKEN#${scope}` } },
-      ConsistentRead: true,
-    });
-    if (name === 'ours' || name === 'dynamodb-no-lease') {
-      for (let i = 0; i < WARM_UP + L2_SAMPLES; i++) {
-        instance.forget();
-        const record = await timedVend(instance, scope);
-        const started = performance.now();
-        await bare.client.send(getItem);
-        const ms = performance.now() - started;
-        if (i < WARM_UP) continue;
-        if (record.label === 'l2') l2.push(record.ms);
-        get.push(ms);
-      }
-    }
-
-    // The caller during a refresh: the product refreshes inside its 900 s
-    // window (800 s left); the baselines only once a token cannot serve
-    // min_ttl (250 s left). One caller starts the refresh, another arrives
-    // on another instance 20 ms later, and is timed.
-    world.sim.injectTokenFault({ kind: 'latency', ms: PROVIDER_LATENCY_MS }, Infinity);
-    const during: VendRecord[] = [];
-    for (let round = 0; round < REFRESH_ROUNDS; round++) {
-      const current = await timedVend(variant.instance(), scope);
-      const left = name === 'ours' ? 800 : 250;
-      clock.advance((current.expiresAt ?? 0) - epochSeconds(clock) - left);
-      const refreshing = timedVend(variant.instance(), scope);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      during.push(await timedVend(variant.instance(), scope));
-      await refreshing;
-    }
-    world.sim.clearFaults();
-    return {
-      ...(l1.length > 0 ? { l1: summarize(l1) } : {}),
-      ...(l2.length > 0 ? { l2: summarize(l2), bareGetItem: summarize(get) } : {}),
-      duringRefresh: summarize(during.map((r) => r.ms)),
-      duringRefreshServed: tally(during, (r) => r.label),
-    };
-  } finally {
-    bare.client.destroy();
-    variant.close();
+  const l1: number[] = [];
+  // Without a cache every vend mints: there is no hit to time.
+  for (let i = 0; name !== 'no-cache' && i < WARM_UP + L1_SAMPLES; i++) {
+    const record = await timedVend(instance, scope);
+    if (i >= WARM_UP && record.label === 'l1') l1.push(record.ms);
   }
+
+  const l2: number[] = [];
+  const get: number[] = [];
+  const getItem = new GetItemCommand({
+    TableName: table,
+    Key: { pk: { S: `TOKEN#${scope}` } },
+    ConsistentRead: true,
+  });
+  if (name === 'ours' || name === 'dynamodb-no-lease') {
+    for (let i = 0; i < WARM_UP + L2_SAMPLES; i++) {
+      instance.forget();
+      const record = await timedVend(instance, scope);
+      const started = performance.now();
+      await bare.client.send(getItem);
+      const ms = performance.now() - started;
+      if (i < WARM_UP) continue;
+      if (record.label === 'l2') l2.push(record.ms);
+      get.push(ms);
+    }
+  }
+
+  // The caller during a refresh: the product refreshes inside its 900 s
+  // window (800 s left); the baselines only once a token cannot serve
+  // min_ttl (250 s left). One caller starts the refresh, another arrives
+  // on another instance 20 ms later, and is timed.
+  world.sim.injectTokenFault({ kind: 'latency', ms: PROVIDER_LATENCY_MS }, Infinity);
+  const during: VendRecord[] = [];
+  for (let round = 0; round < REFRESH_ROUNDS; round++) {
+    const current = await timedVend(variant.instance(), scope);
+    const left = name === 'ours' ? 800 : 250;
+    clock.advance((current.expiresAt ?? 0) - epochSeconds(clock) - left);
+    const refreshing = timedVend(variant.instance(), scope);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    during.push(await timedVend(variant.instance(), scope));
+    await refreshing;
+  }
+  world.sim.clearFaults();
+  return {
+    ...(l1.length > 0 ? { l1: summarize(l1) } : {}),
+    ...(l2.length > 0 ? { l2: summarize(l2), bareGetItem: summarize(get) } : {}),
+    duringRefresh: summarize(during.map((r) => r.ms)),
+    duringRefreshServed: tally(during, (r) => r.label),
+  };
 }

@@ -37,21 +37,19 @@ export interface CountingClient {
   total(): number;
 }
 
-export function countingClient(endpoint: string): CountingClient {
+/**
+ * A counting client on the world's sockets. It is never destroyed (that would
+ * close the shared sockets); the world closes them.
+ */
+export function countingClient(world: Pick<World, 'endpoint' | 'sockets'>): CountingClient {
   const client = new DynamoDBClient({
     region: 'us-east-1',
-    endpoint,
+    endpoint: world.endpoint,
     credentials: LOCAL_AWS_CREDENTIALS,
     // As the functions configure it (aws-runtime.ts), but with longer timeouts:
-    // DynamoDB Local, sharing two cores with the bench, is slower than DynamoDB to
-    // answer and, in a burst of new connections, to accept them. The simulated
-    // instances share the client, so it gets more sockets than one instance's 50.
+    // DynamoDB Local, sharing two cores with the bench, is slower than DynamoDB to answer.
     maxAttempts: 2,
-    requestHandler: {
-      requestTimeout: 5000,
-      connectionTimeout: 5000,
-      httpAgent: new Agent({ keepAlive: true, maxSockets: 200 }),
-    },
+    requestHandler: { requestTimeout: 5000, connectionTimeout: 5000, httpAgent: world.sockets },
   });
   const counts = new Map<string, number>();
   client.middlewareStack.add(
@@ -85,6 +83,16 @@ export function discardingLogger(): Logger {
 
 export interface World {
   readonly endpoint: string;
+  /**
+   * The keep-alive sockets every bench DynamoDB client shares, opened once and
+   * kept across runs, as the provider's are (fetch's global pool). A run's
+   * fresh clients would otherwise open up to 100 connections at once, and
+   * DynamoDB Local's accept queue drops some: their SYN is resent after 1 s,
+   * a loopback artefact that DynamoDB, with one connection per instance,
+   * does not have. The simulated instances share them, so there are more
+   * than one instance's 50.
+   */
+  readonly sockets: Agent;
   readonly sim: ProviderSimulator;
   /** A fresh table (no TTL, so the emulator never sweeps items under simulated time). */
   newTable(): Promise<string>;
@@ -102,8 +110,10 @@ export async function startWorld(): Promise<World> {
     credentials: LOCAL_AWS_CREDENTIALS,
   });
   const sim = await startProviderSimulator({ allowedScopes: [...SCOPES] });
+  const sockets = new Agent({ keepAlive: true, maxSockets: 200 });
   return {
     endpoint,
+    sockets,
     sim,
     newTable: async () => {
       const name = `bench-${randomUUID()}`;
@@ -112,6 +122,7 @@ export async function startWorld(): Promise<World> {
     },
     close: async () => {
       admin.destroy();
+      sockets.destroy();
       await sim.close();
       await local?.stop();
     },
