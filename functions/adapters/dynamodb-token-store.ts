@@ -7,7 +7,13 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { StoreUnavailableError } from '../core/errors.js';
-import type { LeaseTakeover, RefreshFailure, StoredItem, TokenStore } from '../core/ports.js';
+import type {
+  FirstLook,
+  LeaseTakeover,
+  RefreshFailure,
+  StoredItem,
+  TokenStore,
+} from '../core/ports.js';
 import { scanIndex } from './dynamodb-scan.js';
 import { TOKEN_INDEX } from './table-indexes.js';
 
@@ -182,6 +188,55 @@ export class DynamoDbTokenStore implements TokenStore {
         }),
       ),
     );
+  }
+
+  /**
+   * One conditional UpdateItem: `attribute_not_exists(pk)` writes the lease;
+   * when the item exists, `ReturnValuesOnConditionCheckFailure: ALL_OLD` hands
+   * it back on the refusal. That costs no read units (UpdateItem API
+   * reference); the refused write is billed as a write of the item's size, and
+   * only a cold instance's first lookup of a scope pays it. Powertools'
+   * idempotency utility locks its records the same way.
+   */
+  async leaseIfAbsent(
+    pk: string,
+    owner: string,
+    nowMs: number,
+    untilMs: number,
+  ): Promise<FirstLook> {
+    try {
+      await this.#send('UpdateItem', () =>
+        this.#client.send(
+          new UpdateItemCommand({
+            TableName: this.#table,
+            Key: { pk: { S: pk } },
+            UpdateExpression:
+              'SET lease_owner = :owner, lease_until = :until, #ttl = :ttl, token_pk = :pk',
+            ConditionExpression: 'attribute_not_exists(pk)',
+            ExpressionAttributeNames: { '#ttl': 'ttl' },
+            ExpressionAttributeValues: {
+              ':owner': { S: owner },
+              ':until': num(untilMs),
+              ':ttl': num(leaseTtl(nowMs, null)),
+              ':pk': { S: pk },
+            },
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          }),
+        ),
+      );
+      return { leased: true };
+    } catch (error) {
+      const refused =
+        error instanceof StoreUnavailableError &&
+        error.cause instanceof ConditionalCheckFailedException
+          ? error.cause
+          : undefined;
+      if (!refused) throw error;
+      // The item exists, so DynamoDB returns it; read it should it ever not.
+      const item = refused.Item ? fromItem(refused.Item) : await this.get(pk);
+      if (!item) return this.leaseIfAbsent(pk, owner, nowMs, untilMs);
+      return { leased: false, item };
+    }
   }
 
   async putToken(

@@ -100,6 +100,11 @@ export interface LeaseTakeover {
   readonly holder?: LeaseHolder;
 }
 
+/** What `leaseIfAbsent` found: the item, or none and this caller's new lease. */
+export type FirstLook =
+  | { readonly leased: true; readonly item?: undefined }
+  | { readonly leased: false; readonly item: StoredItem };
+
 /** The shared (L2) token cache and its leases. Any method may throw a StoreUnavailableError. */
 export interface TokenStore {
   /** Strongly consistent read of one item. */
@@ -118,6 +123,15 @@ export interface TokenStore {
     seenRevision?: number | null,
     takeover?: LeaseTakeover,
   ): Promise<boolean>;
+  /**
+   * A cold instance's first look at an item, in one call: when there is no
+   * item at all, creates it holding this lease (as `tryAcquireLease` with
+   * `seenRevision` null would) and answers `leased`; otherwise changes
+   * nothing and answers the item as it is, strongly consistent. In a cold
+   * stampede each instance then makes one call before the winner mints, not
+   * a read and a lease attempt.
+   */
+  leaseIfAbsent(pk: string, owner: string, nowMs: number, untilMs: number): Promise<FirstLook>;
   /**
    * Stores a freshly minted token and clears the lease if `owner` still holds it.
    * Returns false (and writes nothing) when another owner took the lease over.

@@ -59,6 +59,38 @@ describe.each(stores)('%s store: tryAcquireLease', (_name, makeStore) => {
   });
 });
 
+describe.each(stores)(
+  "%s store: leaseIfAbsent (a cold instance's first look)",
+  (_name, makeStore) => {
+    it('creates the missing item holding the lease for exactly one of many concurrent callers; the others get that item', async () => {
+      const store = makeStore();
+
+      const looks = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => store.leaseIfAbsent(PK, `i${i}`, NOW, NOW + 10_000)),
+      );
+
+      const winners = looks.flatMap((look, i) => (look.leased ? [`i${i}`] : []));
+      expect(winners).toHaveLength(1);
+      for (const look of looks.filter((l) => !l.leased)) {
+        expect(look.item).toMatchObject({ leaseOwner: winners[0], leaseUntil: NOW + 10_000 });
+      }
+      expect(await store.putToken(PK, storedToken(1_800_007_200), winners[0] as string)).toBe(true);
+    });
+
+    it('changes nothing on an item that exists, and hands it back as a strongly consistent read would', async () => {
+      const store = makeStore();
+      await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000);
+      await store.putToken(PK, storedToken(1_800_007_200), 'a', { usedAt: 1_800_000_000 });
+      const before = await store.get(PK);
+
+      const look = await store.leaseIfAbsent(PK, 'b', NOW, NOW + 10_000);
+
+      expect(look).toEqual({ leased: false, item: before });
+      expect(await store.get(PK)).toEqual(before);
+    });
+  },
+);
+
 /** A token as the core stores it, expiring at `expiresAt` (epoch seconds). */
 const storedToken = (expiresAt: number) => ({
   tokenType: 'Bearer' as const,
@@ -119,22 +151,24 @@ it('DynamoDB store: an error other than a failed condition is an outage, never a
   const store = new DynamoDbTokenStore(shared.client, `${shared.table}-missing`);
 
   const lease = await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000).catch((e: unknown) => e);
+  const look = await store.leaseIfAbsent(PK, 'a', NOW, NOW + 10_000).catch((e: unknown) => e);
   const put = await store.putToken(PK, storedToken(1_800_007_200), 'a').catch((e: unknown) => e);
 
   expect(lease).toBeInstanceOf(StoreUnavailableError);
+  expect(look).toBeInstanceOf(StoreUnavailableError);
   expect(put).toBeInstanceOf(StoreUnavailableError);
 });
 
-it('DynamoDB store: a lease keeps its item from expiring: a day without a token, else the token ttl', async () => {
+it("DynamoDB store: a lease keeps its item from expiring: a day without a token (a first look's lease too), else the token ttl", async () => {
   // Prepare
   const store = new DynamoDbTokenStore(shared.client, shared.table);
-  const ttl = async () =>
+  const ttl = async (pk = PK) =>
     Number(
       (
         await shared.client.send(
           new GetItemCommand({
             TableName: shared.table,
-            Key: { pk: { S: PK } },
+            Key: { pk: { S: pk } },
             ConsistentRead: true,
           }),
         )
@@ -145,12 +179,15 @@ it('DynamoDB store: a lease keeps its item from expiring: a day without a token,
   // Act
   await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000, null);
   const leaseOnly = await ttl();
+  await store.leaseIfAbsent('TOKEN#ba_demo_2', 'a', NOW, NOW + 10_000);
+  const firstLook = await ttl('TOKEN#ba_demo_2');
   await store.putToken(PK, storedToken(expiresAt), 'a');
   await store.tryAcquireLease(PK, 'b', NOW + 20_000, NOW + 30_000, expiresAt);
   const besideToken = await ttl();
 
   // Assess
   expect(leaseOnly).toBe(Math.floor(NOW / 1000) + 86_400);
+  expect(firstLook).toBe(Math.floor(NOW / 1000) + 86_400);
   expect(besideToken).toBe(expiresAt - 60);
 });
 

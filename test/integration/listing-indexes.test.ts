@@ -62,12 +62,17 @@ describe('listing indexes (DynamoDB Local)', () => {
     await store.tryAcquireLease('TOKEN#ba_demo_1', 'i-1', 1000, 11_000);
     await store.putToken('TOKEN#ba_demo_1', TOKEN, 'i-1');
     await store.tryAcquireLease('TOKEN#~unscoped', 'i-1', 1000, 11_000);
+    await store.leaseIfAbsent('TOKEN#ba_demo_2', 'i-1', 1000, 11_000);
     await receivedKeyJob('ba_demo_1', 1000);
 
     const tokens = await scanIndex('tokens');
     const keyJobs = await scanIndex('key-jobs');
 
-    expect(tokens.map((i) => i.pk?.S).sort()).toEqual(['TOKEN#ba_demo_1', 'TOKEN#~unscoped']);
+    expect(tokens.map((i) => i.pk?.S).sort()).toEqual([
+      'TOKEN#ba_demo_1',
+      'TOKEN#ba_demo_2',
+      'TOKEN#~unscoped',
+    ]);
     expect(keyJobs.map((i) => i.pk?.S)).toEqual(['KEYS#ba_demo_1']);
   });
 

@@ -139,11 +139,12 @@ it('a lease that ran out longer ago than clocks may disagree is taken at once; o
 function racing(store: TokenStore, beforeTakeover: () => Promise<void>): TokenStore {
   return {
     get: (pk) => store.get(pk),
+    leaseIfAbsent: (pk, owner, nowMs, untilMs) => store.leaseIfAbsent(pk, owner, nowMs, untilMs),
     tryAcquireLease: async (pk, owner, nowMs, untilMs, seenRevision, takeover) => {
       if (takeover?.holder) await beforeTakeover();
       return store.tryAcquireLease(pk, owner, nowMs, untilMs, seenRevision, takeover);
     },
-    putToken: (pk, token, owner) => store.putToken(pk, token, owner),
+    putToken: (pk, token, owner, options) => store.putToken(pk, token, owner, options),
     releaseLease: (pk, owner, failure) => store.releaseLease(pk, owner, failure),
     markUsed: (pk, at) => store.markUsed(pk, at),
     delete: (pk) => store.delete(pk),

@@ -1,5 +1,6 @@
 import { StoreUnavailableError } from '../../functions/core/errors.js';
 import type {
+  FirstLook,
   LeaseTakeover,
   RefreshFailure,
   StoredItem,
@@ -46,6 +47,19 @@ export class MemoryTokenStore implements TokenStore {
     if (seenRevision !== undefined && item.revision !== seenRevision) return false;
     this.items.set(pk, { ...item, leaseOwner: owner, leaseUntil: untilMs });
     return true;
+  }
+
+  async leaseIfAbsent(
+    pk: string,
+    owner: string,
+    _nowMs: number,
+    untilMs: number,
+  ): Promise<FirstLook> {
+    this.#check();
+    const item = this.items.get(pk);
+    if (item) return { leased: false, item };
+    this.items.set(pk, { pk, revision: null, leaseOwner: owner, leaseUntil: untilMs });
+    return { leased: true };
   }
 
   async putToken(
