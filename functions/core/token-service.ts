@@ -92,6 +92,8 @@ export class TokenService {
   readonly #degraded: DegradedMode;
   readonly #items: ItemReader;
   readonly #useMarks: UseMarks;
+  /** Keys whose item this instance has seen exist: its next look at them is a plain read. */
+  readonly #seenItems = new Set<string>();
 
   constructor(deps: TokenServiceDeps, config: TokenServiceConfig = {}) {
     this.#deps = deps;
@@ -198,13 +200,16 @@ export class TokenService {
 
   /** Forgets this instance's L1 entries (tests, operator invalidation). */
   forget(scope?: string): void {
-    if (scope === undefined) this.#l1.clear();
-    else this.#l1.delete(tokenKey(scope));
+    if (scope === undefined) {
+      this.#l1.clear();
+      this.#seenItems.clear();
+    } else this.forgetScope(scope);
   }
 
   /** Forgets this instance's L1 entry of one scope (undefined: the unscoped token). */
   forgetScope(scope: string | undefined): void {
     this.#l1.delete(tokenKey(scope));
+    this.#seenItems.delete(tokenKey(scope));
   }
 
   /** Any StoreUnavailableError on the shared path turns into degraded service. */
@@ -233,7 +238,16 @@ export class TokenService {
     known: ProviderCredentials | undefined,
     revoked: string | undefined,
   ): Promise<Lookup> {
-    const item = await this.#readPatiently(key);
+    const look = await this.#firstLook(key, known);
+    if (look.leased) {
+      // There was no item: this lookup created it, holding the lease.
+      return {
+        result: await this.#mintUnderLease(key, scope, look.credentials, undefined, minTtl, {
+          forVend: true,
+        }),
+      };
+    }
+    const { item } = look;
     const readAtMs = this.#deps.clock.now();
     this.#useMarks.seen(key, item);
     const view = await this.#items.view(item, known);
@@ -261,7 +275,10 @@ export class TokenService {
       if (current) return current;
       throw backOff;
     }
-    if (await this.#tryLease(key, nowMs, view.revision)) {
+    // A lease this read shows held is one #tryLease's condition would refuse
+    // (judged the same way, on this clock): no attempt, straight to waiting.
+    const held = item?.leaseUntil !== undefined && item.leaseUntil >= nowMs - MAX_CLOCK_SKEW_MS;
+    if (!held && (await this.#tryLease(key, nowMs, view.revision))) {
       const refreshing = this.#mintUnderLease(key, scope, view.credentials, servable, minTtl, {
         replacesRevoked: reported,
         forVend: true,
@@ -469,17 +486,46 @@ export class TokenService {
   }
 
   /**
-   * A vend's first read of the item. A throttled read (many instances on one
+   * A lookup's first look at the item. On an item this instance has not seen
+   * exist (a cold instance, or after an invalidation) it is one call that
+   * takes the lease if there is no item (`leaseIfAbsent`), so in a cold
+   * stampede the winner mints after one round trip and the others learn of
+   * its lease in the same call; only with credentials to mint with, so a
+   * lease is never taken that this instance cannot use. Otherwise a read.
+   */
+  async #firstLook(
+    key: string,
+    known: ProviderCredentials | undefined,
+  ): Promise<
+    | { readonly leased: true; readonly credentials: ProviderCredentials }
+    | { readonly leased: false; readonly item: StoredItem | undefined }
+  > {
+    const { clock, store, instanceId } = this.#deps;
+    if (known && !this.#seenItems.has(key)) {
+      const look = await this.#patiently(() => {
+        const nowMs = clock.now();
+        return store.leaseIfAbsent(key, instanceId, nowMs, nowMs + this.#leaseMs);
+      });
+      this.#seenItems.add(key);
+      return look.leased ? { leased: true, credentials: known } : look;
+    }
+    const item = await this.#patiently(() => store.get(key));
+    if (item) this.#seenItems.add(key);
+    return { leased: false, item };
+  }
+
+  /**
+   * A vend's first call to the table. A throttled call (many instances on one
    * hot item) is tried again after a short jittered back-off, within the
    * waiters' bound, instead of degrading: degraded mode would have every one
    * of those instances mint. Any other failure is an outage, as before.
    */
-  async #readPatiently(key: string): Promise<StoredItem | undefined> {
+  async #patiently<T>(call: () => Promise<T>): Promise<T> {
     const { clock } = this.#deps;
     const deadline = clock.now() + this.#maxWaitMs;
     for (let delay = MIN_POLL_STEP_MS * 2; ; delay = Math.min(2 * delay, this.#pollMaxMs)) {
       try {
-        return await this.#deps.store.get(key);
+        return await call();
       } catch (error) {
         const throttled = error instanceof StoreUnavailableError && error.throttled;
         if (!throttled || clock.now() + delay >= deadline) throw error;

@@ -19,6 +19,11 @@ describe('lease waiters', () => {
     reads = 0;
   });
 
+  const throttle = () =>
+    new StoreUnavailableError('DynamoDB failed (ProvisionedThroughputExceededException)', {
+      throttled: true,
+    });
+
   /** b holds the lease on ba_1 from t0; its token lands `afterMs` later. */
   async function holderStoresAfter(afterMs: number, item: Partial<StoredItem> = {}) {
     if (item.token) t.store.items.set('TOKEN#ba_1', { pk: 'TOKEN#ba_1', revision: null, ...item });
@@ -125,24 +130,43 @@ describe('lease waiters', () => {
 
   it('arriving while the item is throttled, keep reading and wait: no instance degrades and mints', async () => {
     await holderStoresAfter(300);
+    const look = t.store.leaseIfAbsent.bind(t.store);
     const get = t.store.get.bind(t.store);
-    const acquire = t.store.tryAcquireLease.bind(t.store);
-    const throttle = () =>
-      new StoreUnavailableError('DynamoDB failed (ProvisionedThroughputExceededException)', {
-        throttled: true,
-      });
-    let refusedReads = 0;
-    let refusedLeases = 0;
+    let refusedLooks = 0;
+    let refusedPolls = 0;
+    t.store.leaseIfAbsent = async (...args) => {
+      if (refusedLooks < 2) {
+        refusedLooks++;
+        throw throttle();
+      }
+      return look(...args);
+    };
     t.store.get = async (pk) => {
-      if (refusedReads < 2) {
-        refusedReads++;
+      if (refusedPolls < 1) {
+        refusedPolls++;
         throw throttle();
       }
       return get(pk);
     };
+
+    const result = await t.a.getToken('ba_1', 300);
+
+    expect([refusedLooks, refusedPolls]).toEqual([2, 1]);
+    expect(result.token.accessToken).toBe('tok-from-b');
+    expect(result.outcome.degraded).toBe(false);
+    expect(t.provider.state.mints).toBe(0);
+  });
+
+  it('take a throttled lease attempt as not taken: the caller waits, and mints once when the lease is free', async () => {
+    // An expired token and no lease: the caller must take the lease to mint
+    const expired = Math.floor(t0 / 1000) - 10;
+    await storeToken(t, 'ba_1', { accessToken: 'old', version: 'v1', secondsLeft: -10 });
+    expect(t.store.items.get('TOKEN#ba_1')?.token?.expiresAt).toBe(expired);
+    const acquire = t.store.tryAcquireLease.bind(t.store);
+    let refused = 0;
     t.store.tryAcquireLease = async (...args) => {
-      if (refusedLeases < 1) {
-        refusedLeases++;
+      if (refused < 1) {
+        refused++;
         throw throttle();
       }
       return acquire(...args);
@@ -150,10 +174,9 @@ describe('lease waiters', () => {
 
     const result = await t.a.getToken('ba_1', 300);
 
-    expect([refusedReads, refusedLeases]).toEqual([2, 1]);
-    expect(result.token.accessToken).toBe('tok-from-b');
+    expect(refused).toBe(1);
     expect(result.outcome.degraded).toBe(false);
-    expect(t.provider.state.mints).toBe(0);
+    expect(t.provider.state.mints).toBe(1);
   });
 
   it('still serve degraded when a poll finds DynamoDB failing, as any read does', async () => {
