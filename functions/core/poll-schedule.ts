@@ -5,16 +5,20 @@
  * clock, so no two clocks are compared), and a waiter expects the new token
  * about that long after the lease was taken.
  *
- * - The first poll comes at 60 % of the expected mint: a waiter starts waiting
- *   only after the lease was taken, so the token usually lands within one mint.
+ * - The first poll comes one expected mint after the waiter learned of the
+ *   lease. In a stampede the holder took it moments before, and its token
+ *   lands one mint and one write later: polling sooner only adds reads, which
+ *   on a loaded table delay everyone, the holder's write included.
  * - Then short polls, every third of a mint (at least 10 ms, and no sooner than
- *   twice the last read took), until 1.6 mints' time has passed: the token is
+ *   twice the last read took), until two mints' time has passed: the token is
  *   found within one short interval of its store.
  * - Then a back-off, doubling up to `maxDelayMs`, for a mint that is slow,
  *   retrying, or whose holder died (the lease runs out and a waiter takes over).
  *
- * Every delay is jittered by ±25 %, so waiters spread their reads. The number
- * of reads is bounded whatever happens: `maxPolls(waitMs)`.
+ * Every delay is jittered by ±25 %, so waiters spread their reads, except the
+ * first, which is only ever later (by up to 25 %): earlier than one mint, the
+ * token is seldom there. The number of reads is bounded whatever happens:
+ * `maxPolls(waitMs)`.
  */
 export interface PollScheduleOptions {
   /** How long a mint is expected to take, milliseconds. */
@@ -38,11 +42,10 @@ export const EXPECTED_MINT_RANGE_MS = { min: 20, max: 2000 } as const;
 export const jittered = (ms: number, random: () => number): number =>
   Math.max(1, Math.round(ms * (0.75 + 0.5 * random())));
 
-const FIRST_POLL_SHARE = 0.6;
 /** The least delay after a poll, in multiples of how long that poll took. */
 const READS_PACE = 2;
 const STEPS_PER_MINT = 3;
-const FAST_PHASE_MINTS = 1.6;
+const FAST_PHASE_MINTS = 2;
 
 export class PollSchedule {
   readonly #expected: number;
@@ -51,6 +54,7 @@ export class PollSchedule {
   readonly #random: () => number;
   /** Nominal (unjittered) time since the wait began, where the next delay ends. */
   #elapsed = 0;
+  #polled = false;
   #backoff: number | undefined;
   #lastReadMs = 0;
 
@@ -66,6 +70,11 @@ export class PollSchedule {
 
   /** The delay before the next poll, milliseconds. */
   next(): number {
+    if (!this.#polled) {
+      this.#polled = true;
+      this.#elapsed = this.#expected;
+      return Math.round(this.#expected * (1 + 0.25 * this.#random()));
+    }
     const nominal = this.#nominal();
     this.#elapsed += nominal;
     const paced = Math.max(nominal, READS_PACE * this.#lastReadMs);
@@ -89,7 +98,6 @@ export class PollSchedule {
   }
 
   #nominal(): number {
-    if (this.#elapsed === 0) return FIRST_POLL_SHARE * this.#expected;
     if (this.#elapsed < FAST_PHASE_MINTS * this.#expected) return this.#step;
     this.#backoff = Math.min(this.#maxDelay, 2 * (this.#backoff ?? this.#step));
     return this.#backoff;

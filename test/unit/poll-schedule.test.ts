@@ -5,26 +5,26 @@ const delays = (schedule: PollSchedule, n: number): number[] =>
   Array.from({ length: n }, () => schedule.next());
 
 describe('the poll schedule of a lease waiter', () => {
-  it('polls first at 60 % of the expected mint, then every third of a mint until 1.6 mints have passed, then backs off to the cap', () => {
+  it('polls first one expected mint after the lease was found, then every third of a mint until two mints have passed, then backs off to the cap', () => {
     const schedule = new PollSchedule({ expectedMintMs: 100, maxDelayMs: 800, random: () => 0.5 });
 
-    expect(delays(schedule, 12)).toEqual([60, 33, 33, 33, 67, 133, 267, 533, 800, 800, 800, 800]);
+    expect(delays(schedule, 12)).toEqual([113, 33, 33, 33, 67, 133, 267, 533, 800, 800, 800, 800]);
   });
 
-  it('jitters each delay by a quarter either way', () => {
+  it('jitters the first poll only later, by up to a quarter, and every other delay by a quarter either way', () => {
     const low = new PollSchedule({ expectedMintMs: 1000, maxDelayMs: 800, random: () => 0 });
     const high = new PollSchedule({ expectedMintMs: 1000, maxDelayMs: 800, random: () => 0.9999 });
 
-    expect(low.next()).toBe(450);
-    expect(high.next()).toBe(750);
+    expect(delays(low, 2)).toEqual([1000, 250]);
+    expect(delays(high, 2)).toEqual([1250, 417]);
   });
 
   it('never polls faster than every 10 ms, and clamps an odd expected duration', () => {
     const fast = new PollSchedule({ expectedMintMs: 1, maxDelayMs: 800, random: () => 0.5 });
     const huge = new PollSchedule({ expectedMintMs: 1e9, maxDelayMs: 800, random: () => 0.5 });
 
-    expect(delays(fast, 3)).toEqual([12, 10, 10]);
-    expect(huge.next()).toBe(1200); // 60 % of the 2 s cap
+    expect(delays(fast, 3)).toEqual([23, 10, 10]); // the first: 20 ms, the least expected mint
+    expect(huge.next()).toBe(2250); // the 2 s cap, jittered
   });
 
   it('waits at least twice as long as the last read took: slow reads (a loaded table) mean fewer polls', () => {
