@@ -92,7 +92,11 @@ export class TokenService {
   readonly #degraded: DegradedMode;
   readonly #items: ItemReader;
   readonly #useMarks: UseMarks;
-  /** Keys whose item this instance has seen exist: its next look at them is a plain read. */
+  /**
+   * Keys whose item this instance has seen exist: its next look at them is a
+   * plain read. Forgetting tokens keeps this: an item an operator deleted
+   * costs the next lookup a read and a lease attempt, as before.
+   */
   readonly #seenItems = new Set<string>();
 
   constructor(deps: TokenServiceDeps, config: TokenServiceConfig = {}) {
@@ -200,16 +204,13 @@ export class TokenService {
 
   /** Forgets this instance's L1 entries (tests, operator invalidation). */
   forget(scope?: string): void {
-    if (scope === undefined) {
-      this.#l1.clear();
-      this.#seenItems.clear();
-    } else this.forgetScope(scope);
+    if (scope === undefined) this.#l1.clear();
+    else this.#l1.delete(tokenKey(scope));
   }
 
   /** Forgets this instance's L1 entry of one scope (undefined: the unscoped token). */
   forgetScope(scope: string | undefined): void {
     this.#l1.delete(tokenKey(scope));
-    this.#seenItems.delete(tokenKey(scope));
   }
 
   /** Any StoreUnavailableError on the shared path turns into degraded service. */
