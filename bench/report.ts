@@ -66,7 +66,7 @@ function rows(results: BenchResults): Row[] {
   const many = results.variants.ours.stampedeMany;
   return [
     {
-      workload: `cold stampede: ${one.vends} requests, 1 scope, 50 instances`,
+      workload: `cold stampede: ${one.vends} requests, 1 scope, 50 instances (${one.runs} runs)`,
       metric: 'upstream mints',
       value: (r) => r.stampedeOne.mints,
       format: fmtNum,
@@ -85,7 +85,7 @@ function rows(results: BenchResults): Row[] {
     },
     ...latencyRows('', (r) => r.stampedeOne.latency),
     {
-      workload: `cold stampede: ${many.vends} requests, ${many.scopes} scopes at once`,
+      workload: `cold stampede: ${many.vends} requests, ${many.scopes} scopes at once (${many.runs} runs)`,
       metric: 'upstream mints',
       value: (r) => r.stampedeMany.mints,
       format: fmtNum,

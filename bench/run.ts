@@ -21,12 +21,23 @@ import {
   type VariantResults,
 } from './report.js';
 import { checkTargets } from './targets.js';
-import { coldStampede, latency, PROVIDER_LATENCY_MS, simulatedDay } from './workloads.js';
+import {
+  coldStampede,
+  latency,
+  PROVIDER_LATENCY_MS,
+  pooled,
+  type StampedeRun,
+  simulatedDay,
+} from './workloads.js';
 import { SCOPES, startWorld } from './world.js';
 
 const HERE = import.meta.dirname;
-/** Requests of each variant's discarded warm-up stampede. */
-const WARM_UP_REQUESTS = 200;
+/** Discarded warm-up stampedes of each shape and variant. */
+const WARM_UP_ROUNDS = 2;
+/** Measured stampedes of each shape and variant, pooled. */
+const STAMPEDE_RUNS = 5;
+const STAMPEDE_REQUESTS = 500;
+const SHAPES = { stampedeOne: SCOPES.slice(0, 1), stampedeMany: SCOPES } as const;
 
 function cpuModel(): string {
   try {
@@ -54,17 +65,43 @@ async function main(): Promise<number> {
   let scale: Awaited<ReturnType<typeof policyScale>>;
   try {
     // Discarded warm-up of every variant, so the first one measured does not
-    // alone pay DynamoDB Local's JVM warming up (it doubled the first
-    // variant's cold-stampede latency) or Node compiling the shared code.
-    for (const name of VARIANTS) await coldStampede(world, name, SCOPES, WARM_UP_REQUESTS);
+    // alone pay DynamoDB Local's JVM warming up or Node compiling the shared code.
+    for (let round = 0; round < WARM_UP_ROUNDS; round++) {
+      for (const name of VARIANTS) {
+        for (const scopes of Object.values(SHAPES)) {
+          await coldStampede(world, name, scopes, STAMPEDE_REQUESTS);
+        }
+      }
+    }
     log('bench: warm-up done');
+    // The variants take turns, run after run, so a slower minute of the
+    // machine does not fall on one of them only.
+    const runs = Object.fromEntries(
+      VARIANTS.map((name) => [
+        name,
+        { stampedeOne: [] as StampedeRun[], stampedeMany: [] as StampedeRun[] },
+      ]),
+    ) as Record<VariantName, Record<keyof typeof SHAPES, StampedeRun[]>>;
+    for (let run = 0; run < STAMPEDE_RUNS; run++) {
+      for (const name of VARIANTS) {
+        for (const [shape, scopes] of Object.entries(SHAPES) as Array<
+          [keyof typeof SHAPES, readonly string[]]
+        >) {
+          runs[name][shape].push(await coldStampede(world, name, scopes, STAMPEDE_REQUESTS));
+        }
+      }
+    }
+    log('bench: cold stampedes done');
     for (const name of VARIANTS) {
       const t = performance.now();
-      const stampedeOne = await coldStampede(world, name, SCOPES.slice(0, 1), 500);
-      const stampedeMany = await coldStampede(world, name, SCOPES, 500);
       const day = await simulatedDay(world, name);
       const lat = await latency(world, name);
-      variants[name] = { stampedeOne, stampedeMany, day, latency: lat };
+      variants[name] = {
+        stampedeOne: pooled(runs[name].stampedeOne),
+        stampedeMany: pooled(runs[name].stampedeMany),
+        day,
+        latency: lat,
+      };
       log(`bench: ${name} done in ${((performance.now() - t) / 1000).toFixed(1)} s`);
     }
     scale = await policyScale(world);

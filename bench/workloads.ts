@@ -45,6 +45,20 @@ export interface RunResult {
 export interface StampedeResult extends RunResult {
   readonly scopes: number;
   readonly requestsPerScope: number;
+  /**
+   * Stampedes pooled into this result: `vends` is one stampede's requests,
+   * latencies and tallies cover every run's, and `mints` and
+   * `maxMintsPerScope` are the worst single run's.
+   */
+  readonly runs: number;
+}
+
+/** One cold stampede, with its records kept for pooling. */
+export interface StampedeRun {
+  readonly result: StampedeResult;
+  readonly records: readonly VendRecord[];
+  readonly dynamoCalls: number;
+  readonly waits?: { readonly waits: number; readonly polls: number };
 }
 
 export interface DayResult extends RunResult {
@@ -99,13 +113,21 @@ function summarizeRun(
   const mintsByScope = Object.values(world.sim.stats.tokenRequestsByScope);
   return {
     vends: records.length,
+    mints: world.sim.stats.tokenRequests,
+    maxMintsPerScope: Math.max(0, ...mintsByScope),
+    dynamoCallsPerVend: variant.vendDynamoCalls() / records.length,
+    ...summarizeRecords(records, badTokens),
+    ...pollsPerWaiter(variant),
+  };
+}
+
+/** What the records alone tell: errors, latency, and how vends were served. */
+function summarizeRecords(records: readonly VendRecord[], badTokens: number) {
+  return {
     errors: tally(
       records.filter((r) => r.status !== 200),
       (r) => r.label,
     ),
-    mints: world.sim.stats.tokenRequests,
-    maxMintsPerScope: Math.max(0, ...mintsByScope),
-    dynamoCallsPerVend: variant.vendDynamoCalls() / records.length,
     latency: summarize(records.map((r) => r.ms)),
     served: tally(records, (r) => r.label),
     latencyByServed: Object.fromEntries(
@@ -115,7 +137,6 @@ function summarizeRun(
       ]),
     ),
     badTokens,
-    ...pollsPerWaiter(variant),
   };
 }
 
@@ -135,7 +156,7 @@ export async function coldStampede(
   name: VariantName,
   scopes: readonly string[],
   requestCount: number,
-): Promise<StampedeResult> {
+): Promise<StampedeRun> {
   const { variant, clock } = await setUp(world, name, PROVIDER_LATENCY_MS);
   const instances = Array.from({ length: INSTANCES }, () => variant.instance());
   const requests = Array.from({ length: requestCount }, (_, k) => ({
@@ -145,10 +166,44 @@ export async function coldStampede(
   const records = await Promise.all(requests.map((r) => timedVend(r.instance, r.scope)));
   const now = epochSeconds(clock);
   const bad = records.filter((r, i) => isBad(r, requests[i]!.scope, now)).length;
+  const waits = variant.leaseWaits?.();
   return {
-    ...summarizeRun(world, variant, records, bad),
-    scopes: scopes.length,
-    requestsPerScope: requestCount / scopes.length,
+    result: {
+      ...summarizeRun(world, variant, records, bad),
+      scopes: scopes.length,
+      requestsPerScope: requestCount / scopes.length,
+      runs: 1,
+    },
+    records,
+    dynamoCalls: variant.vendDynamoCalls(),
+    ...(waits ? { waits } : {}),
+  };
+}
+
+/**
+ * Several stampedes of one shape as one result: the latency percentiles of
+ * all their vends (one stampede's p50 moves by 10 % from run to run on two
+ * shared cores), the worst run's mints.
+ */
+export function pooled(runs: readonly StampedeRun[]): StampedeResult {
+  const first = runs[0];
+  if (!first) throw new Error('no stampede to pool');
+  const records = runs.flatMap((run) => run.records);
+  const sum = (pick: (run: StampedeRun) => number) =>
+    runs.reduce((total, run) => total + pick(run), 0);
+  const waits = sum((run) => run.waits?.waits ?? 0);
+  return {
+    ...first.result,
+    ...summarizeRecords(
+      records,
+      sum((run) => run.result.badTokens),
+    ),
+    vends: first.result.vends,
+    runs: runs.length,
+    mints: Math.max(...runs.map((run) => run.result.mints)),
+    maxMintsPerScope: Math.max(...runs.map((run) => run.result.maxMintsPerScope)),
+    dynamoCallsPerVend: sum((run) => run.dynamoCalls) / records.length,
+    ...(waits > 0 ? { pollsPerWaiter: sum((run) => run.waits?.polls ?? 0) / waits } : {}),
   };
 }
 

@@ -29,6 +29,7 @@ function run(mints: number, overrides: Partial<VariantResults['day']> = {}) {
     badTokens: 0,
     scopes: 1,
     requestsPerScope: 500,
+    runs: 5,
     waitedAfterFirstMint: 0,
     servedInRefreshWindow: 0,
     pollsPerWaiter: 3,
