@@ -233,9 +233,7 @@ export class DynamoDbTokenStore implements TokenStore {
           : undefined;
       if (!refused) throw error;
       // The item exists, so DynamoDB returns it; read it should it ever not.
-      const item = refused.Item ? fromItem(refused.Item) : await this.get(pk);
-      if (!item) return this.leaseIfAbsent(pk, owner, nowMs, untilMs);
-      return { leased: false, item };
+      return { leased: false, item: refused.Item ? fromItem(refused.Item) : await this.get(pk) };
     }
   }
 

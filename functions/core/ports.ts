@@ -100,10 +100,13 @@ export interface LeaseTakeover {
   readonly holder?: LeaseHolder;
 }
 
-/** What `leaseIfAbsent` found: the item, or none and this caller's new lease. */
+/**
+ * What `leaseIfAbsent` found: the item (undefined only if it was deleted
+ * between the refused write and a read), or none and this caller's new lease.
+ */
 export type FirstLook =
   | { readonly leased: true; readonly item?: undefined }
-  | { readonly leased: false; readonly item: StoredItem };
+  | { readonly leased: false; readonly item: StoredItem | undefined };
 
 /** The shared (L2) token cache and its leases. Any method may throw a StoreUnavailableError. */
 export interface TokenStore {
