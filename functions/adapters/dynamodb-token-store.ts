@@ -233,7 +233,11 @@ export class DynamoDbTokenStore implements TokenStore {
           : undefined;
       if (!refused) throw error;
       // The item exists, so DynamoDB returns it; read it should it ever not.
-      return { leased: false, item: refused.Item ? fromItem(refused.Item) : await this.get(pk) };
+      const item = refused.Item ? fromItem(refused.Item) : await this.get(pk);
+      // This very lease: the write was applied, its answer lost, and the
+      // SDK's retry refused. Without this the caller would wait out its own lease.
+      if (item?.leaseOwner === owner && item.leaseUntil === untilMs) return { leased: true };
+      return { leased: false, item };
     }
   }
 

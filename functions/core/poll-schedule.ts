@@ -5,8 +5,8 @@
  * clock, so no two clocks are compared), and a waiter expects the new token
  * about that long after the lease was taken.
  *
- * - The first poll comes one expected mint after the waiter learned of the
- *   lease. In a stampede the holder took it moments before, and its token
+ * - The first poll comes one expected mint (at most 1 s) after the waiter
+ *   learned of the lease. In a stampede the holder took it moments before, and its token
  *   lands one mint and one write later: polling sooner only adds reads, which
  *   on a loaded table delay everyone, the holder's write included.
  * - Then short polls, every third of a mint (at least 10 ms, and no sooner than
@@ -42,6 +42,12 @@ export const EXPECTED_MINT_RANGE_MS = { min: 20, max: 2000 } as const;
 export const jittered = (ms: number, random: () => number): number =>
   Math.max(1, Math.round(ms * (0.75 + 0.5 * random())));
 
+/**
+ * The first poll comes no later than this: the expected mint is one past
+ * mint's duration, and one slowed by provider retries must not keep every
+ * waiter of a fast mint waiting seconds.
+ */
+const FIRST_POLL_MAX_MS = 1000;
 /** The least delay after a poll, in multiples of how long that poll took. */
 const READS_PACE = 2;
 const STEPS_PER_MINT = 3;
@@ -72,8 +78,9 @@ export class PollSchedule {
   next(): number {
     if (!this.#polled) {
       this.#polled = true;
-      this.#elapsed = this.#expected;
-      return Math.round(this.#expected * (1 + 0.25 * this.#random()));
+      const first = Math.min(this.#expected, FIRST_POLL_MAX_MS);
+      this.#elapsed = first;
+      return Math.round(first * (1 + 0.25 * this.#random()));
     }
     const nominal = this.#nominal();
     this.#elapsed += nominal;

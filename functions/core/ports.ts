@@ -130,7 +130,8 @@ export interface TokenStore {
    * A cold instance's first look at an item, in one call: when there is no
    * item at all, creates it holding this lease (as `tryAcquireLease` with
    * `seenRevision` null would) and answers `leased`; otherwise changes
-   * nothing and answers the item as it is, strongly consistent. In a cold
+   * nothing and answers the item as it is, strongly consistent (or `leased`
+   * when it holds exactly this lease: a retry after a lost answer). In a cold
    * stampede each instance then makes one call before the winner mints, not
    * a read and a lease attempt.
    */

@@ -492,7 +492,8 @@ export class TokenService {
    * takes the lease if there is no item (`leaseIfAbsent`), so in a cold
    * stampede the winner mints after one round trip and the others learn of
    * its lease in the same call; only with credentials to mint with, so a
-   * lease is never taken that this instance cannot use. Otherwise a read.
+   * lease is never taken that this instance cannot use. Otherwise, or when
+   * that call is throttled, a read.
    */
   async #firstLook(
     key: string,
@@ -503,12 +504,17 @@ export class TokenService {
   > {
     const { clock, store, instanceId } = this.#deps;
     if (known && !this.#seenItems.has(key)) {
-      const look = await this.#patiently(() => {
-        const nowMs = clock.now();
-        return store.leaseIfAbsent(key, instanceId, nowMs, nowMs + this.#leaseMs);
-      });
-      this.#seenItems.add(key);
-      return look.leased ? { leased: true, credentials: known } : look;
+      const nowMs = clock.now();
+      try {
+        const look = await store.leaseIfAbsent(key, instanceId, nowMs, nowMs + this.#leaseMs);
+        this.#seenItems.add(key);
+        return look.leased ? { leased: true, credentials: known } : look;
+      } catch (error) {
+        // Throttled: the item is hot, so it most likely exists. Look again
+        // with reads, of which a partition serves three times as many as
+        // writes, rather than add writes that compete with the holder's store.
+        if (!(error instanceof StoreUnavailableError && error.throttled)) throw error;
+      }
     }
     const item = await this.#patiently(() => store.get(key));
     if (item) this.#seenItems.add(key);

@@ -3,7 +3,12 @@
  * (Local) and the in-memory store the unit tests use, so the unit tests of the
  * lease protocol run against the same rules as production.
  */
-import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import {
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+} from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
 import { StoreUnavailableError } from '../../functions/core/errors.js';
@@ -77,6 +82,19 @@ describe.each(stores)(
       expect(await store.putToken(PK, storedToken(1_800_007_200), winners[0] as string)).toBe(true);
     });
 
+    it('answers leased to the caller whose write was applied but whose answer was lost (the retry is refused)', async () => {
+      const store = makeStore();
+      expect(await store.leaseIfAbsent(PK, 'a', NOW, NOW + 10_000)).toEqual({ leased: true });
+
+      const retry = await store.leaseIfAbsent(PK, 'a', NOW, NOW + 10_000);
+      const other = await store.leaseIfAbsent(PK, 'b', NOW, NOW + 10_000);
+      const later = await store.leaseIfAbsent(PK, 'a', NOW + 5, NOW + 10_005);
+
+      expect(retry).toEqual({ leased: true });
+      expect(other.leased).toBe(false);
+      expect(later.leased).toBe(false);
+    });
+
     it('changes nothing on an item that exists, and hands it back as a strongly consistent read would', async () => {
       const store = makeStore();
       await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000);
@@ -90,6 +108,37 @@ describe.each(stores)(
     });
   },
 );
+
+it('DynamoDB store: a refusal that carries no item (an older DynamoDB) is followed by a read', async () => {
+  // Prepare: the client drops the item DynamoDB hands back on the refusal
+  const store = new DynamoDbTokenStore(shared.client, shared.table);
+  await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000);
+  await store.putToken(PK, storedToken(1_800_007_200), 'a');
+  const sent: string[] = [];
+  const stripping = {
+    send: async (command: { constructor: { name: string } }) => {
+      sent.push(command.constructor.name);
+      try {
+        return await shared.client.send(command as never);
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) error.Item = undefined;
+        throw error;
+      }
+    },
+  } as unknown as DynamoDBClient;
+
+  // Act
+  const look = await new DynamoDbTokenStore(stripping, shared.table).leaseIfAbsent(
+    PK,
+    'b',
+    NOW,
+    NOW + 10_000,
+  );
+
+  // Assess
+  expect(look).toEqual({ leased: false, item: await store.get(PK) });
+  expect(sent).toEqual(['UpdateItemCommand', 'GetItemCommand']);
+});
 
 /** A token as the core stores it, expiring at `expiresAt` (epoch seconds). */
 const storedToken = (expiresAt: number) => ({

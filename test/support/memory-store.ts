@@ -57,6 +57,7 @@ export class MemoryTokenStore implements TokenStore {
   ): Promise<FirstLook> {
     this.#check();
     const item = this.items.get(pk);
+    if (item?.leaseOwner === owner && item.leaseUntil === untilMs) return { leased: true };
     if (item) return { leased: false, item };
     this.items.set(pk, { pk, revision: null, leaseOwner: owner, leaseUntil: untilMs });
     return { leased: true };

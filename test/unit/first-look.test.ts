@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   CredentialsUnavailableError,
   credentialsUnavailable,
+  UpstreamUnavailableError,
 } from '../../functions/core/errors.js';
 import type { TokenStore } from '../../functions/core/ports.js';
 import { setup, storeToken } from '../support/token-service-fixture.js';
@@ -101,5 +102,56 @@ describe("a lookup's first look at the table", () => {
     expect(error).toMatchObject({ message: credentialsUnavailable().message });
     expect(calls).toEqual({ leaseIfAbsent: 0, get: 1, tryAcquireLease: 0 });
     expect(t.store.items.has('TOKEN#ba_1')).toBe(false);
+  });
+
+  it('a read showing a live lease makes no lease attempt: the caller waits, and takes the lease over only once it has watched it a whole period', async () => {
+    const t = setup();
+    await t.a.getToken('ba_1', 300);
+    t.clock.advance(7200); // the token expired
+    const pk = 'TOKEN#ba_1';
+    const item = t.store.items.get(pk);
+    t.store.items.set(pk, { ...item!, leaseOwner: 'b', leaseUntil: t.clock.now() + 5_000 });
+    const calls = countCalls(t.store);
+
+    const result = await t.a.getToken('ba_1', 300); // b never stores
+
+    expect(calls.tryAcquireLease).toBe(1); // the takeover only
+    expect(result.outcome).toMatchObject({ tier: 'provider', waited: true });
+    expect(t.provider.state.mints).toBe(2);
+  });
+
+  it('a read showing a lease that ran out over a minute ago (by this clock) takes it at once', async () => {
+    const t = setup();
+    await t.a.getToken('ba_1', 300);
+    t.clock.advance(7200);
+    const pk = 'TOKEN#ba_1';
+    const item = t.store.items.get(pk);
+    t.store.items.set(pk, { ...item!, leaseOwner: 'b', leaseUntil: t.clock.now() - 61_000 });
+    const calls = countCalls(t.store);
+    const started = t.clock.now();
+
+    const result = await t.a.getToken('ba_1', 300);
+
+    expect(calls.tryAcquireLease).toBe(1);
+    expect(t.clock.now()).toBe(started);
+    expect(result.outcome).toMatchObject({ tier: 'provider', waited: false });
+    expect(t.provider.state.mints).toBe(2);
+  });
+
+  it('a mint that fails under a first-look lease frees the lease and records the failure: the next instance backs off at once', async () => {
+    const t = setup();
+    t.provider.state.fail = new UpstreamUnavailableError('down');
+    const first = await t.a.getToken('ba_1', 300).catch((e: unknown) => e);
+    const item = t.store.items.get('TOKEN#ba_1');
+    const started = t.clock.now();
+
+    const second = await t.b.getToken('ba_1', 300).catch((e: unknown) => e);
+
+    expect(first).toBeInstanceOf(UpstreamUnavailableError);
+    expect(item?.leaseOwner).toBeUndefined();
+    expect(item?.failure).toMatchObject({ code: 'upstream_unavailable' });
+    expect(second).toBeInstanceOf(UpstreamUnavailableError);
+    expect(t.clock.now()).toBe(started); // no wait
+    expect(t.provider.state.mints).toBe(1);
   });
 });

@@ -133,17 +133,15 @@ describe('lease waiters', () => {
     const look = t.store.leaseIfAbsent.bind(t.store);
     const get = t.store.get.bind(t.store);
     let refusedLooks = 0;
-    let refusedPolls = 0;
+    let refusedReads = 0;
     t.store.leaseIfAbsent = async (...args) => {
-      if (refusedLooks < 2) {
-        refusedLooks++;
-        throw throttle();
-      }
+      refusedLooks++;
+      if (refusedLooks === 1) throw throttle();
       return look(...args);
     };
     t.store.get = async (pk) => {
-      if (refusedPolls < 1) {
-        refusedPolls++;
+      if (refusedReads < 2) {
+        refusedReads++;
         throw throttle();
       }
       return get(pk);
@@ -151,7 +149,8 @@ describe('lease waiters', () => {
 
     const result = await t.a.getToken('ba_1', 300);
 
-    expect([refusedLooks, refusedPolls]).toEqual([2, 1]);
+    // One throttled first look (a write): then reads, the first retried, then polls
+    expect([refusedLooks, refusedReads]).toEqual([1, 2]);
     expect(result.token.accessToken).toBe('tok-from-b');
     expect(result.outcome.degraded).toBe(false);
     expect(t.provider.state.mints).toBe(0);

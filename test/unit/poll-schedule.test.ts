@@ -19,12 +19,12 @@ describe('the poll schedule of a lease waiter', () => {
     expect(delays(high, 2)).toEqual([1250, 417]);
   });
 
-  it('never polls faster than every 10 ms, and clamps an odd expected duration', () => {
+  it('never polls faster than every 10 ms, clamps an odd expected duration, and polls first within 1 s however slow the last mint was', () => {
     const fast = new PollSchedule({ expectedMintMs: 1, maxDelayMs: 800, random: () => 0.5 });
     const huge = new PollSchedule({ expectedMintMs: 1e9, maxDelayMs: 800, random: () => 0.5 });
 
     expect(delays(fast, 3)).toEqual([23, 10, 10]); // the first: 20 ms, the least expected mint
-    expect(huge.next()).toBe(2250); // the 2 s cap, jittered
+    expect(huge.next()).toBe(1125); // 1 s, jittered
   });
 
   it('waits at least twice as long as the last read took: slow reads (a loaded table) mean fewer polls', () => {

@@ -182,22 +182,21 @@ describe('TokenService', () => {
   });
 
   it('does not re-mint a token another instance stored after this one read the item', async () => {
-    // Prepare: a's token is stored; b's first read is stale and sees no item
+    // Prepare: a's token is stored; b's first look is stale and sees no item
     await t.a.getToken('ba_1', 300);
-    const realGet = t.store.get.bind(t.store);
-    let stale = true;
-    t.store.get = async (pk) => {
-      if (stale) {
-        stale = false;
-        return undefined;
-      }
-      return realGet(pk);
+    t.store.leaseIfAbsent = async () => ({ leased: false, item: undefined });
+    const tryLease = t.store.tryAcquireLease.bind(t.store);
+    let leaseAttempts = 0;
+    t.store.tryAcquireLease = async (...args) => {
+      leaseAttempts++;
+      return tryLease(...args);
     };
 
     // Act
     const result = await t.b.getToken('ba_1', 300);
 
-    // Assess
+    // Assess: its lease attempt names the item it read (none) and is refused
+    expect(leaseAttempts).toBe(1);
     expect(result.token.accessToken).toBe('tok-1');
     expect(t.provider.state.mints).toBe(1);
   });
