@@ -139,13 +139,7 @@ export class DynamoDbTokenStore implements TokenStore {
     seenRevision?: number | null,
     takeover: LeaseTakeover = {},
   ): Promise<boolean> {
-    const values: Item = {
-      ':owner': { S: owner },
-      ':until': num(untilMs),
-      ':ttl': num(leaseTtl(nowMs, seenRevision)),
-      ':n': { S: 'N' },
-      ':pk': { S: pk },
-    };
+    const values: Item = { ':n': { S: 'N' } };
     // Whatever the core read as "no lease" or "no token" (absent, or not a
     // number) must satisfy the condition too, or such an item wedges its scope.
     const free = ['attribute_not_exists(lease_until)', 'NOT attribute_type(lease_until, :n)'];
@@ -175,19 +169,36 @@ export class DynamoDbTokenStore implements TokenStore {
       condition += ' AND expires_at = :seen';
       values[':seen'] = num(seenRevision);
     }
+    const lease = { owner, untilMs, ttl: leaseTtl(nowMs, seenRevision) };
     return this.#conditional('UpdateItem', () =>
-      this.#client.send(
-        new UpdateItemCommand({
-          TableName: this.#table,
-          Key: { pk: { S: pk } },
-          UpdateExpression:
-            'SET lease_owner = :owner, lease_until = :until, #ttl = :ttl, token_pk = :pk',
-          ConditionExpression: condition,
-          ExpressionAttributeNames: { '#ttl': 'ttl' },
-          ExpressionAttributeValues: values,
-        }),
-      ),
+      this.#client.send(this.#leaseWrite(pk, lease, condition, values)),
     );
+  }
+
+  /** The write that takes a lease, under `condition` (with its own `values`). */
+  #leaseWrite(
+    pk: string,
+    lease: { owner: string; untilMs: number; ttl: number },
+    condition: string,
+    values: Item,
+    returnItemOnRefusal = false,
+  ): UpdateItemCommand {
+    return new UpdateItemCommand({
+      TableName: this.#table,
+      Key: { pk: { S: pk } },
+      UpdateExpression:
+        'SET lease_owner = :owner, lease_until = :until, #ttl = :ttl, token_pk = :pk',
+      ConditionExpression: condition,
+      ExpressionAttributeNames: { '#ttl': 'ttl' },
+      ExpressionAttributeValues: {
+        ...values,
+        ':owner': { S: lease.owner },
+        ':until': num(lease.untilMs),
+        ':ttl': num(lease.ttl),
+        ':pk': { S: pk },
+      },
+      ...(returnItemOnRefusal ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } : {}),
+    });
   }
 
   /**
@@ -205,24 +216,9 @@ export class DynamoDbTokenStore implements TokenStore {
     untilMs: number,
   ): Promise<FirstLook> {
     try {
+      const lease = { owner, untilMs, ttl: leaseTtl(nowMs, null) };
       await this.#send('UpdateItem', () =>
-        this.#client.send(
-          new UpdateItemCommand({
-            TableName: this.#table,
-            Key: { pk: { S: pk } },
-            UpdateExpression:
-              'SET lease_owner = :owner, lease_until = :until, #ttl = :ttl, token_pk = :pk',
-            ConditionExpression: 'attribute_not_exists(pk)',
-            ExpressionAttributeNames: { '#ttl': 'ttl' },
-            ExpressionAttributeValues: {
-              ':owner': { S: owner },
-              ':until': num(untilMs),
-              ':ttl': num(leaseTtl(nowMs, null)),
-              ':pk': { S: pk },
-            },
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          }),
-        ),
+        this.#client.send(this.#leaseWrite(pk, lease, 'attribute_not_exists(pk)', {}, true)),
       );
       return { leased: true };
     } catch (error) {
