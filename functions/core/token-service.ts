@@ -6,13 +6,14 @@ import {
   StoreUnavailableError,
   UpstreamUnavailableError,
 } from './errors.js';
+import { FirstLook } from './first-look.js';
 import { isFresh, isServable } from './freshness.js';
 import { tokenKey } from './item-keys.js';
 import { ItemReader } from './item-reader.js';
 import { LeaseWatch, MAX_CLOCK_SKEW_MS } from './lease-watch.js';
 import { MemoryTokenCache, SingleFlight } from './memory-cache.js';
 import { mintToken } from './mint-token.js';
-import { jittered, MIN_POLL_STEP_MS, PollSchedule } from './poll-schedule.js';
+import { PollSchedule } from './poll-schedule.js';
 import type {
   LeaseHolder,
   ProviderCredentials,
@@ -92,12 +93,7 @@ export class TokenService {
   readonly #degraded: DegradedMode;
   readonly #items: ItemReader;
   readonly #useMarks: UseMarks;
-  /**
-   * Keys whose item this instance has seen exist: its next look at them is a
-   * plain read. Forgetting tokens keeps this: an item an operator deleted
-   * costs the next lookup a read and a lease attempt, as before.
-   */
-  readonly #seenItems = new Set<string>();
+  readonly #firstLook: FirstLook;
 
   constructor(deps: TokenServiceDeps, config: TokenServiceConfig = {}) {
     this.#deps = deps;
@@ -115,6 +111,11 @@ export class TokenService {
       failureBackoffMs: this.#failureBackoffMs,
     });
     this.#useMarks = new UseMarks(deps.store, deps.logger);
+    this.#firstLook = new FirstLook(deps, {
+      leaseMs: this.#leaseMs,
+      maxWaitMs: this.#maxWaitMs,
+      pollMaxMs: this.#pollMaxMs,
+    });
   }
 
   /**
@@ -239,7 +240,7 @@ export class TokenService {
     known: ProviderCredentials | undefined,
     revoked: string | undefined,
   ): Promise<Lookup> {
-    const look = await this.#firstLook(key, known);
+    const look = await this.#firstLook.look(key, known);
     if (look.leased) {
       // There was no item: this lookup created it, holding the lease.
       return {
@@ -483,61 +484,6 @@ export class TokenService {
       // lease. Not taken; this caller waits like any other (see #waitForRefresh).
       if (error instanceof StoreUnavailableError && error.throttled) return false;
       throw error;
-    }
-  }
-
-  /**
-   * A lookup's first look at the item. On an item this instance has not seen
-   * exist (a cold instance, or after an invalidation) it is one call that
-   * takes the lease if there is no item (`leaseIfAbsent`), so in a cold
-   * stampede the winner mints after one round trip and the others learn of
-   * its lease in the same call; only with credentials to mint with, so a
-   * lease is never taken that this instance cannot use. Otherwise, or when
-   * that call is throttled, a read.
-   */
-  async #firstLook(
-    key: string,
-    known: ProviderCredentials | undefined,
-  ): Promise<
-    | { readonly leased: true; readonly credentials: ProviderCredentials }
-    | { readonly leased: false; readonly item: StoredItem | undefined }
-  > {
-    const { clock, store, instanceId } = this.#deps;
-    if (known && !this.#seenItems.has(key)) {
-      const nowMs = clock.now();
-      try {
-        const look = await store.leaseIfAbsent(key, instanceId, nowMs, nowMs + this.#leaseMs);
-        this.#seenItems.add(key);
-        return look.leased ? { leased: true, credentials: known } : look;
-      } catch (error) {
-        // Throttled: the item is hot, so it most likely exists. Look again
-        // with reads, of which a partition serves three times as many as
-        // writes, rather than add writes that compete with the holder's store.
-        if (!(error instanceof StoreUnavailableError && error.throttled)) throw error;
-      }
-    }
-    const item = await this.#patiently(() => store.get(key));
-    if (item) this.#seenItems.add(key);
-    return { leased: false, item };
-  }
-
-  /**
-   * A vend's first call to the table. A throttled call (many instances on one
-   * hot item) is tried again after a short jittered back-off, within the
-   * waiters' bound, instead of degrading: degraded mode would have every one
-   * of those instances mint. Any other failure is an outage, as before.
-   */
-  async #patiently<T>(call: () => Promise<T>): Promise<T> {
-    const { clock } = this.#deps;
-    const deadline = clock.now() + this.#maxWaitMs;
-    for (let delay = MIN_POLL_STEP_MS * 2; ; delay = Math.min(2 * delay, this.#pollMaxMs)) {
-      try {
-        return await call();
-      } catch (error) {
-        const throttled = error instanceof StoreUnavailableError && error.throttled;
-        if (!throttled || clock.now() + delay >= deadline) throw error;
-      }
-      await clock.sleep(jittered(delay, this.#deps.random));
     }
   }
 

@@ -23,7 +23,7 @@ function countCalls(store: TokenStore) {
 }
 
 /**
- * A lookup's first call to the table (token-service.ts #firstLook): one call
+ * A lookup's first call to the table (first-look.ts): one call
  * that takes the lease when there is no item, on items an instance has not
  * seen; a plain read otherwise.
  */
