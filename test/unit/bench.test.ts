@@ -13,6 +13,7 @@ import {
 } from '../../bench/report.js';
 import { percentile, seededRandom, summarize } from '../../bench/stats.js';
 import { checkTargets } from '../../bench/targets.js';
+import { pooled, type StampedeRun } from '../../bench/workloads.js';
 
 const latency = (p50: number, p99 = p50 * 2) => ({ n: 100, p50, p99 });
 
@@ -102,6 +103,24 @@ describe('bench statistics', () => {
     const a = seededRandom(7);
     const b = seededRandom(7);
     expect([a(), a(), a()]).toEqual([b(), b(), b()]);
+  });
+});
+
+describe('pooled stampedes', () => {
+  it("pool the latencies of every run, keep the worst run's mints, and average calls and polls over all vends", () => {
+    const stampede = (ms: number[], mints: number, calls: number, polls: number): StampedeRun => ({
+      result: { ...run(mints), vends: ms.length, scopes: 1, requestsPerScope: ms.length, runs: 1 },
+      records: ms.map((m) => ({ status: 200, label: 'waited', ms: m })),
+      dynamoCalls: calls,
+      waits: { waits: 2, polls },
+    });
+
+    const result = pooled([stampede([10, 20], 1, 4, 2), stampede([30, 40], 2, 2, 4)]);
+
+    expect(result).toMatchObject({ runs: 2, vends: 2, mints: 2, maxMintsPerScope: 2 });
+    expect(result.latency).toMatchObject({ n: 4, p50: 20, p99: 40 });
+    expect(result.dynamoCallsPerVend).toBe(1.5);
+    expect(result.pollsPerWaiter).toBe(1.5);
   });
 });
 
