@@ -1,30 +1,14 @@
-import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { type FailureCode, KeyJobStoreError } from '../issue-keys/errors.js';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { KeyJobStoreError } from '../issue-keys/errors.js';
 import type { KeyJobSummaries, KeyJobSummary } from '../issue-keys/ports.js';
-import { keyJobState } from './dynamodb-key-job-store.js';
-import { type Item, scanIndex } from './dynamodb-scan.js';
+import type { Item } from './dynamodb-attributes.js';
+import { keyJobStatusFromItem } from './dynamodb-key-job-store.js';
+import { scanIndex } from './dynamodb-scan.js';
 import { KEY_JOB_INDEX } from './table-indexes.js';
-
-const readNum = (a: AttributeValue | undefined): number | undefined =>
-  a?.N === undefined ? undefined : Number(a.N);
 
 /** Maps an item of the key-jobs index (its projected attributes only) to a summary. */
 export function keyJobSummaryFromItem(item: Item): KeyJobSummary {
-  const pk = item.pk?.S ?? '';
-  const optional = <T>(name: string, value: T | undefined) =>
-    value === undefined ? {} : { [name]: value };
-  return {
-    businessApplicationId: item.business_application_id?.S ?? pk.slice('KEYS#'.length),
-    state: keyJobState(item),
-    attempts: readNum(item.attempts) ?? 0,
-    issueCount: readNum(item.issue_count) ?? 0,
-    ...optional('leaseUntilMs', readNum(item.lease_until)),
-    ...optional('lastError', item.last_error?.S as FailureCode | undefined),
-    ...optional('lastErrorAt', readNum(item.last_error_at)),
-    ...optional('storedAt', readNum(item.stored_at)),
-    ...optional('secretName', item.secret_name?.S),
-    awaitingStore: item.sealed_encoding?.S !== undefined,
-  };
+  return { ...keyJobStatusFromItem(item), awaitingStore: item.sealed_encoding?.S !== undefined };
 }
 
 /**

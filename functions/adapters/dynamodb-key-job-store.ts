@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import {
-  type AttributeValue,
   ConditionalCheckFailedException,
   type DynamoDBClient,
   GetItemCommand,
@@ -13,19 +12,17 @@ import type {
   KeyJobRecord,
   KeyJobState,
   KeyJobStore,
+  KeyJobSummary,
   SealedEncoding,
 } from '../issue-keys/ports.js';
+import { type Item, num, readNum } from './dynamodb-attributes.js';
 
-type Item = Record<string, AttributeValue>;
 type WriteInput = Pick<
   UpdateItemCommandInput,
   'UpdateExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'
 >;
 
 const STATES: readonly KeyJobState[] = ['pending', 'received', 'stored', 'rejected'];
-const num = (value: number): AttributeValue => ({ N: String(value) });
-const readNum = (a: AttributeValue | undefined): number | undefined =>
-  a?.N === undefined ? undefined : Number(a.N);
 const seconds = (ms: number): number => Math.floor(ms / 1000);
 
 /** `expression` with `assignment` added to its SET clause (or a SET clause added). */
@@ -41,24 +38,37 @@ export function keyJobState(item: Item): KeyJobState {
   return state && STATES.includes(state) ? state : 'pending';
 }
 
-/** Maps a `KEYS#<id>` item to the job's shape. */
-export function keyJobFromItem(item: Item): KeyJobRecord {
+const optional = <T>(name: string, value: T | undefined) =>
+  value === undefined ? {} : { [name]: value };
+
+/**
+ * A job's status fields, the same whether read from the item or from the
+ * key-jobs index, which projects only these (table-indexes.ts).
+ */
+export function keyJobStatusFromItem(item: Item): Omit<KeyJobSummary, 'awaitingStore'> {
   const pk = item.pk?.S ?? '';
-  const blob = item.sealed_response?.B;
-  const encoding = item.sealed_encoding?.S as SealedEncoding | undefined;
-  const optional = <T>(name: string, value: T | undefined) =>
-    value === undefined ? {} : { [name]: value };
   return {
     businessApplicationId: item.business_application_id?.S ?? pk.slice('KEYS#'.length),
     state: keyJobState(item),
     attempts: readNum(item.attempts) ?? 0,
     issueCount: readNum(item.issue_count) ?? 0,
-    ...optional('idempotencyKey', item.idempotency_key?.S),
-    ...optional('forceId', item.force_id?.S),
-    ...optional('leaseOwner', item.lease_owner?.S),
     ...optional('leaseUntilMs', readNum(item.lease_until)),
     ...optional('lastError', item.last_error?.S as FailureCode | undefined),
     ...optional('lastErrorAt', readNum(item.last_error_at)),
+    ...optional('storedAt', readNum(item.stored_at)),
+    ...optional('secretName', item.secret_name?.S),
+  };
+}
+
+/** Maps a `KEYS#<id>` item to the job's shape. */
+export function keyJobFromItem(item: Item): KeyJobRecord {
+  const blob = item.sealed_response?.B;
+  const encoding = item.sealed_encoding?.S as SealedEncoding | undefined;
+  return {
+    ...keyJobStatusFromItem(item),
+    ...optional('idempotencyKey', item.idempotency_key?.S),
+    ...optional('forceId', item.force_id?.S),
+    ...optional('leaseOwner', item.lease_owner?.S),
     ...optional('createdAt', readNum(item.created_at)),
     ...optional('updatedAt', readNum(item.updated_at)),
     ...optional('lastAttemptAt', readNum(item.last_attempt_at)),
@@ -67,9 +77,7 @@ export function keyJobFromItem(item: Item): KeyJobRecord {
     ...(blob !== undefined && (encoding === 'utf8' || encoding === 'base64')
       ? { sealed: { blob, encoding } }
       : {}),
-    ...optional('secretName', item.secret_name?.S),
     ...optional('secretVersion', item.secret_version?.S),
-    ...optional('storedAt', readNum(item.stored_at)),
     ...optional(
       'forcedBy',
       item.forced_by?.L?.flatMap((entry) => (entry.S === undefined ? [] : [entry.S])),

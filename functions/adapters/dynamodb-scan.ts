@@ -1,7 +1,6 @@
-import { type AttributeValue, type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import type { Item } from './dynamodb-attributes.js';
 import type { ListingIndex } from './table-indexes.js';
-
-export type Item = Record<string, AttributeValue>;
 
 /**
  * Every item of a listing index (table-indexes.ts) whose `pk` begins with

@@ -1,5 +1,4 @@
 import {
-  type AttributeValue,
   ConditionalCheckFailedException,
   DeleteItemCommand,
   type DynamoDBClient,
@@ -14,10 +13,9 @@ import type {
   StoredItem,
   TokenStore,
 } from '../core/ports.js';
+import { type Item, num, readNum } from './dynamodb-attributes.js';
 import { scanIndex } from './dynamodb-scan.js';
 import { TOKEN_INDEX } from './table-indexes.js';
-
-type Item = Record<string, AttributeValue>;
 
 /**
  * DynamoDB's answers to too many requests (after the SDK's own retries): the
@@ -43,10 +41,6 @@ function leaseTtl(nowMs: number, seenRevision: number | null | undefined): numbe
   if (typeof seenRevision === 'number' && seenRevision - 60 > now) return seenRevision - 60;
   return now + LEASE_ONLY_TTL_SECONDS;
 }
-
-const num = (value: number): AttributeValue => ({ N: String(value) });
-const readNum = (a: AttributeValue | undefined): number | undefined =>
-  a?.N === undefined ? undefined : Number(a.N);
 
 /**
  * Maps an item to the core's shape; an item with a broken token part has no
