@@ -9,14 +9,14 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { mkdtemp, rm, symlink } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { documentDigest } from '../../functions/core/policy-source.js';
 import { DEMO_IDENTITY } from '../../local/local-identities.js';
+import { projectOfItsOwn } from '../support/npm-start.js';
 
-const ROOT = resolve(import.meta.dirname, '../..');
 const BASE_ENV = {
   PATH: process.env.PATH ?? '',
   HOME: process.env.HOME ?? tmpdir(),
@@ -53,17 +53,7 @@ const statusOf = async (env: Record<string, string>) => {
 };
 
 beforeAll(async () => {
-  project = await mkdtemp(join(tmpdir(), 'tvf-admin-policy-file-'));
-  for (const name of [
-    'package.json',
-    'tsconfig.json',
-    'node_modules',
-    'functions',
-    'client',
-    'local',
-  ]) {
-    await symlink(join(ROOT, name), join(project, name));
-  }
+  project = await projectOfItsOwn('tvf-admin-policy-file-');
   writeFileSync(join(project, 'policy.json'), policy(['ba_demo_2']));
   stackEnv = {
     PORT: '0',

@@ -9,7 +9,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { mkdtemp, rm, symlink } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -17,6 +17,7 @@ import { TokenVendingClient } from '../../client/index.js';
 import { ADMIN_EVENTS } from '../../functions/admin/admin-event.js';
 import { DEMO_IDENTITY } from '../../local/local-identities.js';
 import type { StackInfo } from '../../local/stack.js';
+import { projectOfItsOwn } from '../support/npm-start.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const TVM = join(ROOT, 'bin/tvm.mjs');
@@ -94,17 +95,7 @@ const vendClient = () =>
   });
 
 beforeAll(async () => {
-  project = await mkdtemp(join(tmpdir(), 'tvf-local-admin-'));
-  for (const name of [
-    'package.json',
-    'tsconfig.json',
-    'node_modules',
-    'functions',
-    'client',
-    'local',
-  ]) {
-    await symlink(join(ROOT, name), join(project, name));
-  }
+  project = await projectOfItsOwn('tvf-local-admin-');
   stackEnv = {
     PORT: '0',
     DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'),

@@ -5,12 +5,34 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { mkdtemp, symlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 /** What `--import tsx` resolves to, from a directory outside the project. */
 const TSX_LOADER = pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
+
+/**
+ * A project directory of a test's own: the repository's package, code and
+ * installed modules linked in, so `npm start` and `npm run admin` run there
+ * as in a checkout, with their own `.local/`, keys and policy files.
+ */
+export async function projectOfItsOwn(prefix: string): Promise<string> {
+  const project = await mkdtemp(join(tmpdir(), prefix));
+  for (const name of [
+    'package.json',
+    'tsconfig.json',
+    'node_modules',
+    'functions',
+    'client',
+    'local',
+  ]) {
+    await symlink(join(ROOT, name), join(project, name));
+  }
+  return project;
+}
 
 export interface NpmStart {
   readonly child: ChildProcess;

@@ -43,20 +43,7 @@ describe('a rotation is never undone by an instance that still holds the old sec
     await new Promise((resolve) => setImmediate(resolve));
 
     // Act: b stores its v2 token and frees the lease
-    const now = Math.floor(t.clock.now() / 1000);
-    const sealed = await t.sealer.seal('tok-v2', 'TOKEN#ba_1');
-    await t.store.putToken(
-      'TOKEN#ba_1',
-      {
-        tokenType: 'Bearer',
-        scope: 'ba_1',
-        issuedAt: now,
-        expiresAt: now + 7200,
-        credentialsVersion: 'v2',
-        sealed,
-      },
-      'b',
-    );
+    await storeToken(t, 'ba_1', { accessToken: 'tok-v2', version: 'v2', secondsLeft: 7200 }, 'b');
     const result = await waiting;
 
     // Assess
@@ -78,20 +65,7 @@ describe('a rotation is never undone by an instance that still holds the old sec
     await new Promise((resolve) => setImmediate(resolve));
 
     // Act: b stores a v2 token and frees the lease
-    const now = Math.floor(t.clock.now() / 1000);
-    const sealed = await t.sealer.seal('tok-v2', 'TOKEN#ba_1');
-    await t.store.putToken(
-      'TOKEN#ba_1',
-      {
-        tokenType: 'Bearer',
-        scope: 'ba_1',
-        issuedAt: now,
-        expiresAt: now + 7200,
-        credentialsVersion: 'v2',
-        sealed,
-      },
-      'b',
-    );
+    await storeToken(t, 'ba_1', { accessToken: 'tok-v2', version: 'v2', secondsLeft: 7200 }, 'b');
     const result = await waiting;
 
     // Assess: served, but as what it is: a token whose version this instance cannot check
