@@ -16,6 +16,7 @@ import { EXEC_VARIABLES, execEnvironment } from '../../client/exec.js';
 import { TokenVendingClient } from '../../client/index.js';
 import { DEMO_IDENTITY } from '../../local/local-identities.js';
 import { type LocalStack, startLocalStack } from '../../local/stack.js';
+import { childOutput, type Run } from '../support/child-output.js';
 
 const TVM = resolve(import.meta.dirname, '../../client/dist/tvm.js');
 const fingerprint = (token: string) =>
@@ -57,12 +58,6 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 /** Starts `node tvm.js <args>` in the project directory with a clean environment. */
 function start(
   args: string[],
@@ -73,18 +68,7 @@ function start(
     env: { PATH: process.env.PATH ?? '', HOME: root, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (d) => {
-    stdout += d;
-  });
-  child.stderr?.on('data', (d) => {
-    stderr += d;
-  });
-  const done = new Promise<Run>((settle) => {
-    child.once('close', (code) => settle({ code, stdout, stderr }));
-  });
-  return { child, done };
+  return { child, done: childOutput(child).done };
 }
 
 const tvm = (args: string[], env?: Record<string, string>) => start(args, env).done;

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DEMO_IDENTITY } from '../../local/local-identities.js';
+import { childOutput, type Run } from '../support/child-output.js';
 import { type NpmStart, startNpmStart } from '../support/npm-start.js';
 import { signedGet } from '../support/sigv4.js';
 
@@ -63,12 +64,6 @@ interface AgentBody {
   readonly [field: string]: unknown;
 }
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 /** Starts `command args` in the stack's directory. */
 function start(
   command: string,
@@ -79,19 +74,7 @@ function start(
     env: shellEnv(),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (d) => {
-    stdout += d;
-  });
-  child.stderr?.on('data', (d) => {
-    stderr += d;
-  });
-  const output = () => ({ code: child.exitCode, stdout, stderr });
-  const done = new Promise<Run>((settle) =>
-    child.once('close', (code) => settle({ code, stdout, stderr })),
-  );
-  return { child, output, done };
+  return { child, ...childOutput(child) };
 }
 
 const node = (args: string[]) => start(process.execPath, args).done;
