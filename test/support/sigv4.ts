@@ -2,6 +2,7 @@
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { LocalIdentity } from '../../local/local-identities.js';
+import type { SigV4Request } from '../../local/sigv4-verifier.js';
 
 export type Query = Record<string, string | string[]>;
 
@@ -22,6 +23,14 @@ export interface SignOptions {
   signingDate?: Date;
   unsignableHeaders?: Set<string>;
 }
+
+/** Temporary credentials: requests must carry the session token. */
+export const TEMPORARY_IDENTITY: LocalIdentity & { sessionToken: string } = {
+  accessKeyId: 'ASIALOCALTEMPORARY01',
+  secretAccessKey: 'temporarySecretAccessKey0000000000000000',
+  sessionToken: 'localSessionToken/with+base64=chars',
+  arn: 'arn:aws:sts::111122223333:assumed-role/checkout/temporary-session',
+};
 
 export interface SignedRequest {
   method: string;
@@ -104,4 +113,23 @@ export async function signedGet(url: string, identity: LocalIdentity): Promise<R
   });
   const search = Object.keys(query).length > 0 ? `?${wireQuery(query)}` : '';
   return fetch(`${target.origin}${target.pathname}${search}`, { headers: signed.headers });
+}
+
+/**
+ * Signs with `signRequest`, then builds the request as the local URL's
+ * verifier receives it. `wire` stands for what a client sent other than what
+ * it signed: a reordered query, another path or body.
+ */
+export async function signedAsReceived(
+  options: SignOptions,
+  wire: { rawQueryString?: string; path?: string; body?: Uint8Array } = {},
+): Promise<SigV4Request> {
+  const request = await signRequest(options);
+  return {
+    method: request.method,
+    path: wire.path ?? request.path,
+    rawQueryString: wire.rawQueryString ?? wireQuery(options.query ?? {}),
+    headers: request.headers,
+    body: wire.body ?? request.body,
+  };
 }

@@ -1,17 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { DEMO_IDENTITY, type LocalIdentity } from '../../local/local-identities.js';
+import { DEMO_IDENTITY } from '../../local/local-identities.js';
 import { explainRefusal, type SignatureRefusal } from '../../local/signature-refusal.js';
 import { type SigV4Request, verifySigV4 } from '../../local/sigv4-verifier.js';
 import { type RawSignOptions, signRaw } from '../support/raw-sigv4.js';
-import { type Query, type SignOptions, signRequest, wireQuery } from '../support/sigv4.js';
+import {
+  type SignOptions,
+  signedAsReceived,
+  TEMPORARY_IDENTITY as TEMPORARY,
+} from '../support/sigv4.js';
 
-/** Temporary credentials: requests must carry the session token. */
-const TEMPORARY: LocalIdentity & { sessionToken: string } = {
-  accessKeyId: 'ASIALOCALTEMPORARY01',
-  secretAccessKey: 'temporarySecretAccessKey0000000000000000',
-  sessionToken: 'localSessionToken/with+base64=chars',
-  arn: 'arn:aws:sts::111122223333:assumed-role/checkout/temporary-session',
-};
 const identities = [DEMO_IDENTITY, TEMPORARY];
 const SIGNED_AT = new Date('2025-06-01T12:00:00Z');
 const NOW = SIGNED_AT.getTime() + 1_000;
@@ -19,23 +16,8 @@ const OPTIONS = { identities, region: 'us-east-1', now: NOW };
 const HOST = '127.0.0.1:8787';
 
 /** Signs with the SDK signer; the request as the server sees it. */
-async function sdkSigned(
-  options: Partial<SignOptions> & { query?: Query } = {},
-): Promise<SigV4Request> {
-  const request = await signRequest({
-    identity: DEMO_IDENTITY,
-    signingDate: SIGNED_AT,
-    port: 8787,
-    ...options,
-  });
-  return {
-    method: request.method,
-    path: request.path,
-    rawQueryString: wireQuery(options.query ?? {}),
-    headers: request.headers,
-    body: request.body,
-  };
-}
+const sdkSigned = (options: Partial<SignOptions> = {}): Promise<SigV4Request> =>
+  signedAsReceived({ identity: DEMO_IDENTITY, signingDate: SIGNED_AT, port: 8787, ...options });
 
 /** Signs exactly what it is told, as a hand-written client might. */
 function rawSigned(options: Partial<RawSignOptions> & { rawQueryString?: string }): SigV4Request {

@@ -8,43 +8,31 @@ import {
   uriEncode,
   verifySigV4,
 } from '../../local/sigv4-verifier.js';
-import { type Query, type SignOptions, signRequest, wireQuery } from '../support/sigv4.js';
+import {
+  type SignOptions,
+  signedAsReceived,
+  signRequest,
+  TEMPORARY_IDENTITY as TEMPORARY,
+} from '../support/sigv4.js';
 
 const OTHER: LocalIdentity = {
   accessKeyId: 'AKIALOCALOTHER000002',
   secretAccessKey: 'otherSecretAccessKey00000000000000000000',
   arn: 'arn:aws:sts::111122223333:assumed-role/checkout/session-1',
 };
-/** Temporary credentials: requests must carry the session token. */
-const TEMPORARY: LocalIdentity & { sessionToken: string } = {
-  accessKeyId: 'ASIALOCALTEMPORARY01',
-  secretAccessKey: 'temporarySecretAccessKey0000000000000000',
-  sessionToken: 'localSessionToken/with+base64=chars',
-  arn: 'arn:aws:sts::111122223333:assumed-role/checkout/temporary-session',
-};
 const identities = [DEMO_IDENTITY, OTHER, TEMPORARY];
 const SIGNED_AT = new Date('2025-06-01T12:00:00Z');
 const NOW = SIGNED_AT.getTime() + 1_000;
 
 /** Signs with the SDK signer, then builds what the server would see. */
-async function signed(
-  options: Partial<SignOptions> & { query?: Query } = {},
+const signed = (
+  options: Partial<SignOptions> = {},
   wire?: { rawQueryString?: string; path?: string; body?: Uint8Array },
-): Promise<SigV4Request> {
-  const request = await signRequest({
-    identity: DEMO_IDENTITY,
-    signingDate: SIGNED_AT,
-    port: 8787,
-    ...options,
-  });
-  return {
-    method: request.method,
-    path: wire?.path ?? request.path,
-    rawQueryString: wire?.rawQueryString ?? wireQuery(options.query ?? {}),
-    headers: request.headers,
-    body: wire?.body ?? request.body,
-  };
-}
+): Promise<SigV4Request> =>
+  signedAsReceived(
+    { identity: DEMO_IDENTITY, signingDate: SIGNED_AT, port: 8787, ...options },
+    wire,
+  );
 
 const verify = (request: SigV4Request, now: number = NOW, region = 'us-east-1') =>
   verifySigV4(request, { identities, region, now });
