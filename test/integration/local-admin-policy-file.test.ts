@@ -7,7 +7,7 @@
  * the file's digest, and it refreshes only the scopes the file lists, not the
  * demo policy's.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { documentDigest } from '../../functions/core/policy-source.js';
 import { DEMO_IDENTITY } from '../../local/local-identities.js';
-import { projectOfItsOwn } from '../support/npm-start.js';
+import { type NpmStartGroup, projectOfItsOwn, startNpmStartGroup } from '../support/npm-start.js';
 
 const BASE_ENV = {
   PATH: process.env.PATH ?? '',
@@ -28,9 +28,8 @@ const policy = (scopes: string[]) =>
   JSON.stringify({ scopes, grants: [{ principal: DEMO_ROLE, scopes: ['*'] }] });
 
 let project: string;
-let stack: ChildProcess;
+let stack: NpmStartGroup | undefined;
 let stackEnv: Record<string, string>;
-let output = '';
 
 /** `npm run --silent admin -- <event>` in the project directory. */
 function admin(event: object, env: Record<string, string>) {
@@ -66,41 +65,11 @@ beforeAll(async () => {
       { ...DEMO_IDENTITY, arn: 'arn:aws:sts::000000000000:assumed-role/local-demo/s' },
     ]),
   };
-  // Its own process group, so that cleanup can end whatever is left of it.
-  stack = spawn('npm', ['start'], {
-    cwd: project,
-    env: { ...BASE_ENV, ...stackEnv },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  stack.stdout?.on('data', (d) => {
-    output += d;
-  });
-  stack.stderr?.on('data', (d) => {
-    output += d;
-  });
-  await new Promise<void>((ready, fail) => {
-    const timer = setTimeout(
-      () => fail(new Error(`npm start did not come up:\n${output}`)),
-      45_000,
-    );
-    stack.stdout?.on('data', () => {
-      if (!output.includes('Serving until')) return;
-      clearTimeout(timer);
-      ready();
-    });
-    stack.once('exit', () => fail(new Error(`npm start exited:\n${output}`)));
-  });
+  stack = await startNpmStartGroup(project, { ...BASE_ENV, ...stackEnv });
 }, 60_000);
 
 afterAll(async () => {
-  if (stack?.exitCode === null && stack.signalCode === null) {
-    try {
-      process.kill(-(stack.pid as number), 'SIGKILL');
-    } catch {
-      // the group is gone already
-    }
-  }
+  stack?.kill();
   if (project) await rm(project, { recursive: true, force: true });
 });
 

@@ -6,7 +6,7 @@
  * the test run's DynamoDB Local (a table of its own); the provider is the
  * simulator inside the stack.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -17,7 +17,7 @@ import { TokenVendingClient } from '../../client/index.js';
 import { ADMIN_EVENTS } from '../../functions/admin/admin-event.js';
 import { DEMO_IDENTITY } from '../../local/local-identities.js';
 import type { StackInfo } from '../../local/stack.js';
-import { projectOfItsOwn } from '../support/npm-start.js';
+import { type NpmStartGroup, projectOfItsOwn, startNpmStartGroup } from '../support/npm-start.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const TVM = join(ROOT, 'bin/tvm.mjs');
@@ -37,8 +37,7 @@ const BASE_ENV = {
 
 let project: string;
 let stackEnv: Record<string, string>;
-let stack: ChildProcess;
-let output = '';
+let stack: NpmStartGroup;
 let info: StackInfo;
 const runs: Run[] = [];
 /** Every access token and key the test saw; none may appear in any admin output. */
@@ -62,27 +61,28 @@ const admin = (event: string, env = { ...BASE_ENV, ...stackEnv }) =>
 /** Resolves once the stack's output satisfies `done`; the stack is a child process. */
 function waitForOutput(done: (text: string) => boolean, what: string): Promise<void> {
   return new Promise((ready, fail) => {
-    if (done(output)) {
+    if (done(stack.output())) {
       ready();
       return;
     }
     const timer = setTimeout(() => {
-      stack.stdout?.off('data', check);
-      fail(new Error(`npm start never printed ${what}:\n${output}`));
+      stack.child.stdout?.off('data', check);
+      fail(new Error(`npm start never printed ${what}:\n${stack.output()}`));
     }, 45_000);
     const check = () => {
-      if (!done(output)) return;
+      if (!done(stack.output())) return;
       clearTimeout(timer);
-      stack.stdout?.off('data', check);
+      stack.child.stdout?.off('data', check);
       ready();
     };
-    stack.stdout?.on('data', check);
+    stack.child.stdout?.on('data', check);
   });
 }
 
 /** The stack's JSON log lines. */
 const logLines = (): Array<Record<string, unknown>> =>
-  output
+  stack
+    .output()
     .split('\n')
     .filter((line) => line.startsWith('{'))
     .map((line) => JSON.parse(line) as Record<string, unknown>);
@@ -106,32 +106,10 @@ beforeAll(async () => {
     // Requests spread over three handler instances, each with its own memory.
     LOCAL_INSTANCES: '3',
   };
-  // Its own process group, so that cleanup can kill whatever is left.
-  stack = spawn('npm', ['start'], {
-    cwd: project,
-    env: { ...BASE_ENV, ...stackEnv },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  stack.stdout?.on('data', (d) => {
-    output += d;
-  });
-  stack.stderr?.on('data', (d) => {
-    output += d;
-  });
-  const exited = new Promise<never>((_, fail) =>
-    stack.once('exit', () => fail(new Error(`npm start exited:\n${output}`))),
-  );
-  await Promise.race([waitForOutput((text) => text.includes('Serving until'), 'its URL'), exited]);
+  stack = await startNpmStartGroup(project, { ...BASE_ENV, ...stackEnv });
   info = JSON.parse(readFileSync(join(project, '.local/stack.json'), 'utf8')) as StackInfo;
   return async () => {
-    if (stack.exitCode === null && stack.signalCode === null) {
-      try {
-        process.kill(-(stack.pid as number), 'SIGKILL');
-      } catch {
-        // the group is gone already
-      }
-    }
+    stack.kill();
     await rm(project, { recursive: true, force: true });
   };
 }, 60_000);
@@ -365,14 +343,14 @@ describe('stopping npm start', () => {
     expect(statSync(keyFile).mode & 0o777).toBe(0o600);
     expect(Buffer.from(readFileSync(keyFile, 'utf8').trim(), 'base64')).toHaveLength(32);
     // 'close': every process of the group holding the output pipe has ended.
-    const closed = new Promise<void>((done) => stack.once('close', () => done()));
+    const closed = new Promise<void>((done) => stack.child.once('close', () => done()));
 
     // npm alone, as `kill <pid>` or a process manager sends it: npm 11 passes
     // SIGTERM on only because the script execs node.
-    process.kill(stack.pid as number, 'SIGTERM');
+    process.kill(stack.child.pid as number, 'SIGTERM');
     await closed;
 
-    expect(output).toContain('SIGTERM: stopping the local stack');
+    expect(stack.output()).toContain('SIGTERM: stopping the local stack');
     expect(existsSync(join(project, '.local/stack.json'))).toBe(false);
     expect(existsSync(keyFile)).toBe(false);
   }, 20_000);

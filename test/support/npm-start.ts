@@ -76,3 +76,58 @@ export async function startNpmStart(cwd: string, env: Record<string, string>): P
   const info = JSON.parse(readFileSync(join(cwd, '.local/stack.json'), 'utf8'));
   return { child, output: () => output, url: info.functionUrl as string };
 }
+
+/** `npm start` itself, in a process group of its own. */
+export interface NpmStartGroup {
+  readonly child: ChildProcess;
+  /** Everything printed so far, stdout and stderr. */
+  output(): string;
+  /** Ends whatever is left of the group (npm, the shell, node). */
+  kill(): void;
+}
+
+/**
+ * Runs `npm start` in `cwd` with exactly `env`, in its own process group so
+ * that `kill` can end whatever is left of it, and waits until it serves.
+ */
+export async function startNpmStartGroup(
+  cwd: string,
+  env: Record<string, string>,
+): Promise<NpmStartGroup> {
+  const child = spawn('npm', ['start'], {
+    cwd,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let output = '';
+  child.stdout?.on('data', (d) => {
+    output += d;
+  });
+  child.stderr?.on('data', (d) => {
+    output += d;
+  });
+  const kill = () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    try {
+      process.kill(-(child.pid as number), 'SIGKILL');
+    } catch {
+      // the group is gone already
+    }
+  };
+  await new Promise<void>((ready, fail) => {
+    const timer = setTimeout(() => {
+      kill();
+      fail(new Error(`npm start did not come up:\n${output}`));
+    }, 45_000);
+    const check = () => {
+      if (!output.includes('Serving until')) return;
+      clearTimeout(timer);
+      child.stdout?.off('data', check);
+      ready();
+    };
+    child.stdout?.on('data', check);
+    child.once('exit', () => fail(new Error(`npm start exited:\n${output}`)));
+  });
+  return { child, output: () => output, kill };
+}
