@@ -123,6 +123,8 @@ export class SecretsManagerCredentials implements CredentialsSource {
   /** The cached string `#last` was parsed from: a vend parses the secret only when it changed. */
   #lastRaw: string | undefined;
   #noReadBeforeMs = 0;
+  /** The plain read under way: concurrent plain reads share it (Powertools' cache does not join reads in flight). */
+  #reading: Promise<ProviderCredentials> | undefined;
 
   constructor(options: {
     client: SecretsManagerClient;
@@ -138,8 +140,22 @@ export class SecretsManagerCredentials implements CredentialsSource {
     this.#maxAgeSeconds = options.maxAgeSeconds ?? 300;
   }
 
-  async get(options: { forceRefresh?: boolean } = {}): Promise<ProviderCredentials> {
-    const forced = options.forceRefresh === true;
+  /**
+   * Concurrent plain reads share one: a cold instance's first vends, or the
+   * scheduled refresh's scopes, would otherwise each fetch the secret before
+   * the first answer fills the cache. A forced read is never shared: its
+   * caller needs a value read after it asked (after a 401, or to learn the
+   * current version), which a read already under way may not be.
+   */
+  get(options: { forceRefresh?: boolean } = {}): Promise<ProviderCredentials> {
+    if (options.forceRefresh === true) return this.#read(true);
+    this.#reading ??= this.#read(false).finally(() => {
+      this.#reading = undefined;
+    });
+    return this.#reading;
+  }
+
+  async #read(forced: boolean): Promise<ProviderCredentials> {
     if (this.#last && this.#now() < this.#noReadBeforeMs) {
       if (forced) {
         throw new CredentialsUnavailableError(

@@ -152,3 +152,21 @@ it('rotating the secret during traffic across three instances: old-version token
   expect(new Set(last).size).toBe(1);
   expect(sim.stats.tokenRequests).toBeLessThanOrEqual(5);
 });
+
+it("a cold instance's concurrent first vends read the secret once, then serve from the cache", async () => {
+  // Prepare
+  const clock = new TestClock({ virtualSleep: true });
+  const [cold] = fleet(1, new MemoryTokenStore(), clock);
+
+  // Act
+  const answers = await Promise.all(
+    Array.from({ length: 10 }, (_, i) => ask(cold!, i % 2 ? 'ba_demo_1' : 'ba_demo_2')),
+  );
+
+  // Assess
+  for (const [i, answer] of answers.entries()) {
+    expectSound(answer, { scope: i % 2 ? 'ba_demo_1' : 'ba_demo_2', nowMs: clock.now() });
+    expect(answer.status).toBe(200);
+  }
+  expect(sm.commandCalls(GetSecretValueCommand)).toHaveLength(1);
+});

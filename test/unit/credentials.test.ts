@@ -113,6 +113,56 @@ describe('SecretsManagerCredentials', () => {
     expect(await credentials.get()).toBe(rotated);
   });
 
+  it('concurrent reads on a cold instance fetch the secret once (they shared no read in flight)', async () => {
+    // Regression (bench): each of a cold instance's concurrent first vends
+    // fetched the secret, as Powertools' cache does not join reads in flight.
+    let answer: (value: ReturnType<typeof secretValue>) => void = () => undefined;
+    sm.on(GetSecretValueCommand).callsFake(
+      () => new Promise<ReturnType<typeof secretValue>>((done) => (answer = done)),
+    );
+    const credentials = source();
+
+    const reads = Array.from({ length: 10 }, () => credentials.get());
+    await vi.waitFor(() => expect(sm).toHaveReceivedCommandTimes(GetSecretValueCommand, 1));
+    answer(secretValue(V1, 'ver-1'));
+    const values = await Promise.all(reads);
+
+    expect(sm).toHaveReceivedCommandTimes(GetSecretValueCommand, 1);
+    for (const value of values) expect(value).toEqual({ ...V1, version: 'ver-1' });
+  });
+
+  it('concurrent reads after the max age share the re-read, and its failure is logged once', async () => {
+    sm.on(GetSecretValueCommand).resolvesOnce(secretValue(V1, 'ver-1')).rejects(internalError());
+    const credentials = source();
+    await credentials.get();
+    vi.setSystemTime(START.getTime() + 301_000);
+
+    const values = await Promise.all(Array.from({ length: 5 }, () => credentials.get()));
+
+    expect(sm).toHaveReceivedCommandTimes(GetSecretValueCommand, 2);
+    for (const value of values) expect(value).toEqual({ ...V1, version: 'ver-1' });
+    expect(logger.warn).toHaveBeenCalledTimes(1);
+  });
+
+  it('a forced read does not join a plain read under way: it fetches a value read after it asked', async () => {
+    let answerFirst: (value: ReturnType<typeof secretValue>) => void = () => undefined;
+    sm.on(GetSecretValueCommand)
+      .callsFakeOnce(
+        () => new Promise<ReturnType<typeof secretValue>>((done) => (answerFirst = done)),
+      )
+      .resolves(secretValue(V2, 'ver-2'));
+    const credentials = source();
+
+    const plain = credentials.get();
+    await vi.waitFor(() => expect(sm).toHaveReceivedCommandTimes(GetSecretValueCommand, 1));
+    const forced = await credentials.get({ forceRefresh: true });
+    answerFirst(secretValue(V1, 'ver-1'));
+    await plain;
+
+    expect(sm).toHaveReceivedCommandTimes(GetSecretValueCommand, 2);
+    expect(forced).toEqual({ ...V2, version: 'ver-2' });
+  });
+
   it('re-reads on forceRefresh and picks up a new version', async () => {
     // Prepare
     sm.on(GetSecretValueCommand)
