@@ -123,8 +123,12 @@ export class SecretsManagerCredentials implements CredentialsSource {
   /** The cached string `#last` was parsed from: a vend parses the secret only when it changed. */
   #lastRaw: string | undefined;
   #noReadBeforeMs = 0;
-  /** The plain read under way: concurrent plain reads share it (Powertools' cache does not join reads in flight). */
+  /** Where the next read queues: reads run one at a time, in the order they were asked. */
+  #queue: Promise<unknown> = Promise.resolve();
+  /** The plain read asked and not yet answered: later plain reads share it. */
   #reading: Promise<ProviderCredentials> | undefined;
+  /** The cached value could not be parsed: the next read fetches the secret again. */
+  #cachedUnusable = false;
 
   constructor(options: {
     client: SecretsManagerClient;
@@ -141,18 +145,27 @@ export class SecretsManagerCredentials implements CredentialsSource {
   }
 
   /**
+   * Reads run one at a time, in the order they were asked, so an answer never
+   * overtakes a later one: a slow read cannot put an older version back in the
+   * cache after a newer one was read, and a forced read (after a 401, or to
+   * learn the current version) fetches after every read asked before it.
    * Concurrent plain reads share one: a cold instance's first vends, or the
-   * scheduled refresh's scopes, would otherwise each fetch the secret before
-   * the first answer fills the cache. A forced read is never shared: its
-   * caller needs a value read after it asked (after a 401, or to learn the
-   * current version), which a read already under way may not be.
+   * scheduled refresh's scopes, would otherwise each fetch the secret, as
+   * Powertools' cache does not join reads in flight. A forced read is never
+   * shared: it needs a value fetched after it was asked.
    */
   get(options: { forceRefresh?: boolean } = {}): Promise<ProviderCredentials> {
-    if (options.forceRefresh === true) return this.#read(true);
-    this.#reading ??= this.#read(false).finally(() => {
+    if (options.forceRefresh === true) return this.#queued(() => this.#read(true));
+    this.#reading ??= this.#queued(() => this.#read(false)).finally(() => {
       this.#reading = undefined;
     });
     return this.#reading;
+  }
+
+  #queued(read: () => Promise<ProviderCredentials>): Promise<ProviderCredentials> {
+    const run = this.#queue.then(read);
+    this.#queue = run.catch(() => undefined);
+    return run;
   }
 
   async #read(forced: boolean): Promise<ProviderCredentials> {
@@ -168,7 +181,9 @@ export class SecretsManagerCredentials implements CredentialsSource {
     try {
       raw = (await this.#provider.get(this.#secretId, {
         maxAge: this.#maxAgeSeconds,
-        forceFetch: forced,
+        // Powertools caches what was fetched, usable or not: an unusable value
+        // is fetched again rather than parsed again until its max age.
+        forceFetch: forced || this.#cachedUnusable,
       })) as string | undefined;
     } catch (error) {
       const described = {
@@ -194,7 +209,9 @@ export class SecretsManagerCredentials implements CredentialsSource {
     let credentials: ProviderCredentials;
     try {
       credentials = parseSecret(raw);
+      this.#cachedUnusable = false;
     } catch (error) {
+      this.#cachedUnusable = true;
       // A rotation that wrote something unusable must not take the service
       // down: keep the last good value for plain reads, like an outage.
       if (!(error instanceof CredentialsSecretError) || !this.#last || forced) throw error;

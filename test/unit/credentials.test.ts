@@ -144,7 +144,10 @@ describe('SecretsManagerCredentials', () => {
     expect(logger.warn).toHaveBeenCalledTimes(1);
   });
 
-  it('a forced read does not join a plain read under way: it fetches a value read after it asked', async () => {
+  it('a forced read asked while a plain read is under way fetches after it, and keeps the newer value', async () => {
+    // Regression (review): a slow plain read answered after a forced read and
+    // put the older version back in the cache, and plain reads asked after the
+    // forced one joined the slow read and got the older version.
     let answerFirst: (value: ReturnType<typeof secretValue>) => void = () => undefined;
     sm.on(GetSecretValueCommand)
       .callsFakeOnce(
@@ -155,12 +158,46 @@ describe('SecretsManagerCredentials', () => {
 
     const plain = credentials.get();
     await vi.waitFor(() => expect(sm).toHaveReceivedCommandTimes(GetSecretValueCommand, 1));
-    const forced = await credentials.get({ forceRefresh: true });
+    const forced = credentials.get({ forceRefresh: true });
     answerFirst(secretValue(V1, 'ver-1'));
-    await plain;
 
+    expect(await plain).toEqual({ ...V1, version: 'ver-1' });
+    expect(await forced).toEqual({ ...V2, version: 'ver-2' });
+    expect(await credentials.get()).toEqual({ ...V2, version: 'ver-2' });
     expect(sm).toHaveReceivedCommandTimes(GetSecretValueCommand, 2);
-    expect(forced).toEqual({ ...V2, version: 'ver-2' });
+  });
+
+  it('a cold instance fetches an unusable secret again on its next read, so a fix is seen at once', async () => {
+    // Regression (review): Powertools cached the unusable value, and each read
+    // parsed it again and failed until its 5-minute max age.
+    sm.on(GetSecretValueCommand)
+      .resolvesOnce({ SecretString: 'not json', VersionId: 'ver-bad' })
+      .resolves(secretValue(V2, 'ver-2'));
+    const credentials = source();
+    await expect(credentials.get()).rejects.toThrow(CredentialsSecretError);
+
+    vi.setSystemTime(START.getTime() + 1_000);
+    const fixed = await credentials.get();
+
+    expect(fixed).toEqual({ ...V2, version: 'ver-2' });
+    expect(sm).toHaveReceivedCommandTimes(GetSecretValueCommand, 2);
+  });
+
+  it('after a rotation wrote an unusable secret, the first read past the 30 s back-off fetches it again', async () => {
+    sm.on(GetSecretValueCommand)
+      .resolvesOnce(secretValue(V1, 'ver-1'))
+      .resolvesOnce({ SecretString: 'not json', VersionId: 'ver-bad' })
+      .resolves(secretValue(V2, 'ver-2'));
+    const credentials = source();
+    await credentials.get();
+    vi.setSystemTime(START.getTime() + 301_000);
+    expect(await credentials.get()).toEqual({ ...V1, version: 'ver-1' });
+
+    vi.setSystemTime(START.getTime() + 332_000);
+    const fixed = await credentials.get();
+
+    expect(fixed).toEqual({ ...V2, version: 'ver-2' });
+    expect(sm).toHaveReceivedCommandTimes(GetSecretValueCommand, 3);
   });
 
   it('re-reads on forceRefresh and picks up a new version', async () => {
