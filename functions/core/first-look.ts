@@ -5,7 +5,12 @@ import type { TokenServiceDeps } from './token-service-types.js';
 
 /** What a lookup's first call found: the item, or none and this caller's new lease. */
 export type FirstLookResult =
-  | { readonly leased: true; readonly credentials: ProviderCredentials }
+  | {
+      readonly leased: true;
+      readonly credentials: ProviderCredentials;
+      /** When the lease taken runs out, on this instance's clock. */
+      readonly untilMs: number;
+    }
   | { readonly leased: false; readonly item: StoredItem | undefined };
 
 export interface FirstLookLimits {
@@ -48,15 +53,11 @@ export class FirstLook {
     const { clock, store, instanceId } = this.#deps;
     if (known && !this.#seen.has(key)) {
       const nowMs = clock.now();
+      const untilMs = nowMs + this.#limits.leaseMs;
       try {
-        const look = await store.leaseIfAbsent(
-          key,
-          instanceId,
-          nowMs,
-          nowMs + this.#limits.leaseMs,
-        );
+        const look = await store.leaseIfAbsent(key, instanceId, nowMs, untilMs);
         this.#seen.add(key);
-        return look.leased ? { leased: true, credentials: known } : look;
+        return look.leased ? { leased: true, credentials: known, untilMs } : look;
       } catch (error) {
         // Throttled: the item is hot, so it most likely exists. Look again
         // with reads, of which a partition serves three times as many as

@@ -198,7 +198,11 @@ export function retryAfterSeconds(response: Response, nowMs = Date.now()): numbe
  * Requests a token: one attempt plus up to `maxRetries` retries on network
  * errors, timeouts, 429 and 5xx, with exponential backoff and full jitter,
  * honouring Retry-After up to `maxRetryAfterMs`. Other 4xx are not retried.
- * No retry is started that could not finish before `deadlineMs`.
+ * Nothing is waited for past `deadlineMs` (the end of the caller's lease: a
+ * request still out after it could mint a second token once another instance
+ * takes the lease over): each attempt's timeout is cut to the time left, no
+ * attempt starts once it has passed, and no retry starts that could not
+ * finish before it.
  */
 export async function requestToken(
   deps: ProviderClientDeps,
@@ -215,13 +219,17 @@ export async function requestToken(
     let failure: UpstreamUnavailableError;
     /** The provider's own Retry-After, if it sent one (the error's default is for our callers). */
     let hintedSeconds: number | undefined;
+    const leftMs = deadlineMs - deps.clock.now();
+    if (leftMs <= 0) {
+      throw new UpstreamUnavailableError('No time was left to ask the provider.', 5);
+    }
     try {
       const response = await sendTokenRequest(
         deps,
         config,
         credentials,
         scope,
-        AbortSignal.timeout(timeoutMs),
+        AbortSignal.timeout(Math.min(timeoutMs, leftMs)),
       );
       hintedSeconds = retryAfterSeconds(response, deps.clock.now());
       return await parseTokenResponse(response, scope);

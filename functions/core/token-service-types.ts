@@ -3,7 +3,10 @@ import type { Clock } from './clock.js';
 import type { CredentialsSource, ProviderCredentials, Sealer, Token, TokenStore } from './ports.js';
 import type { TokenGrant } from './provider-client.js';
 
-/** Mints a token upstream; `deadlineMs` bounds retries. */
+/**
+ * Mints a token upstream. Every request it sends is answered or given up by
+ * `deadlineMs` (the end of the caller's lease, less a margin): see requestToken.
+ */
 export type Minter = (
   credentials: ProviderCredentials,
   scope: string | undefined,

@@ -58,6 +58,9 @@ export type {
  */
 const MAX_FLIGHT_JOINS = 3;
 
+/** A lease holder's requests to the provider end this long before its lease does. */
+const LEASE_MARGIN_MS = 500;
+
 /** A mint's expected duration before this instance or the table knows one. */
 export const DEFAULT_EXPECTED_MINT_MS = 100;
 
@@ -198,8 +201,15 @@ export class TokenService {
     if (dueWithinSeconds !== undefined && this.#backoff.check(key, item?.failure, nowMs)) {
       return { status: 'busy' };
     }
-    if (!(await this.#tryLease(key, nowMs, view.revision))) return { status: 'busy' };
-    const { token } = await this.#mintUnderLease(key, scope, view.credentials, undefined, 0);
+    const leaseUntilMs = await this.#tryLease(key, nowMs, view.revision);
+    if (leaseUntilMs === undefined) return { status: 'busy' };
+    const { token } = await this.#mintUnderLease(
+      { key, untilMs: leaseUntilMs },
+      scope,
+      view.credentials,
+      undefined,
+      0,
+    );
     return { status: 'refreshed', expiresAt: token.expiresAt };
   }
 
@@ -244,9 +254,14 @@ export class TokenService {
     if (look.leased) {
       // There was no item: this lookup created it, holding the lease.
       return {
-        result: await this.#mintUnderLease(key, scope, look.credentials, undefined, minTtl, {
-          forVend: true,
-        }),
+        result: await this.#mintUnderLease(
+          { key, untilMs: look.untilMs },
+          scope,
+          look.credentials,
+          undefined,
+          minTtl,
+          { forVend: true },
+        ),
       };
     }
     const { item } = look;
@@ -280,8 +295,10 @@ export class TokenService {
     // A lease this read shows held is one #tryLease's condition would refuse
     // (judged the same way, on this clock): no attempt, straight to waiting.
     const held = item?.leaseUntil !== undefined && item.leaseUntil >= nowMs - MAX_CLOCK_SKEW_MS;
-    if (!held && (await this.#tryLease(key, nowMs, view.revision))) {
-      const refreshing = this.#mintUnderLease(key, scope, view.credentials, servable, minTtl, {
+    const leaseUntilMs = held ? undefined : await this.#tryLease(key, nowMs, view.revision);
+    if (leaseUntilMs !== undefined) {
+      const lease = { key, untilMs: leaseUntilMs };
+      const refreshing = this.#mintUnderLease(lease, scope, view.credentials, servable, minTtl, {
         replacesRevoked: reported,
         forVend: true,
       });
@@ -318,20 +335,28 @@ export class TokenService {
     return { token: servable, outcome: outcome('l2', { degraded: true }) };
   }
 
+  /**
+   * Mints under `lease` (this instance's, on `key`, until `untilMs` on this
+   * clock) and stores the token. Every request to the provider is answered,
+   * or given up, half a second before the lease runs out, counted from when
+   * it was written and not from when its answer came: waiters take the lease
+   * over once it has run out, and a request still out then could mint twice.
+   */
   async #mintUnderLease(
-    key: string,
+    lease: { readonly key: string; readonly untilMs: number },
     scope: string | undefined,
     credentials: ProviderCredentials,
     servable: Token | undefined,
     minTtl: number,
     options: { flags?: Partial<VendOutcome>; replacesRevoked?: boolean; forVend?: boolean } = {},
   ): Promise<VendResult> {
+    const { key } = lease;
     const owner = this.#deps.instanceId;
     const flags = options.flags ?? {};
     let token: Token;
     try {
       const startedMs = this.#deps.clock.now();
-      const minted = await this.#mint(scope, credentials, startedMs + this.#leaseMs - 500);
+      const minted = await this.#mint(scope, credentials, lease.untilMs - LEASE_MARGIN_MS);
       // A duration on this instance's own clock: waiters shape their polls by it.
       const mintMs = Math.max(0, this.#deps.clock.now() - startedMs);
       this.#lastMintMs = mintMs;
@@ -441,15 +466,23 @@ export class TokenService {
       if (seen.lease !== 'held') {
         // The holder died or gave up: take over (unless a token just appeared).
         const holder = seen.lease === 'stale' ? seen.holder : undefined;
-        if (await this.#tryLease(key, clock.now(), view.revision, holder)) {
+        const untilMs = await this.#tryLease(key, clock.now(), view.revision, holder);
+        if (untilMs !== undefined) {
           this.#deps.count?.('LeaseTakeovers');
           this.#deps.logger.warn('took over an expired lease', { scope: scope ?? 'unscoped' });
-          return this.#mintUnderLease(key, scope, view.credentials, undefined, minTtl, {
-            flags: { waited: true },
-            forVend: true,
-            replacesRevoked:
-              view.token !== undefined && isRevoked(view.token, revoked, this.#now()),
-          });
+          return this.#mintUnderLease(
+            { key, untilMs },
+            scope,
+            view.credentials,
+            undefined,
+            minTtl,
+            {
+              flags: { waited: true },
+              forVend: true,
+              replacesRevoked:
+                view.token !== undefined && isRevoked(view.token, revoked, this.#now()),
+            },
+          );
         }
       }
     }
@@ -463,26 +496,29 @@ export class TokenService {
    * Takes this instance's lease on `key` if it is free, ran out longer ago than
    * clocks may disagree, or is `holder` (watched unchanged for a lease period),
    * and, given `seenRevision`, only while the stored token is still the one read.
+   * Answers when the lease taken runs out (this clock), or undefined when not taken.
    */
   async #tryLease(
     key: string,
     nowMs: number,
     seenRevision?: number | null,
     holder?: LeaseHolder,
-  ): Promise<boolean> {
+  ): Promise<number | undefined> {
+    const untilMs = nowMs + this.#leaseMs;
     try {
-      return await this.#deps.store.tryAcquireLease(
+      const taken = await this.#deps.store.tryAcquireLease(
         key,
         this.#deps.instanceId,
         nowMs,
-        nowMs + this.#leaseMs,
+        untilMs,
         seenRevision,
         { ranOutBeforeMs: nowMs - MAX_CLOCK_SKEW_MS, ...(holder ? { holder } : {}) },
       );
+      return taken ? untilMs : undefined;
     } catch (error) {
       // Throttled: the item is hot, most likely with others after the same
       // lease. Not taken; this caller waits like any other (see #waitForRefresh).
-      if (error instanceof StoreUnavailableError && error.throttled) return false;
+      if (error instanceof StoreUnavailableError && error.throttled) return undefined;
       throw error;
     }
   }

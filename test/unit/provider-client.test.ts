@@ -613,6 +613,33 @@ describe('requestToken: deadline', () => {
     expect(clock.waits).toEqual([100]);
   });
 
+  it('sends nothing once the deadline has passed', async () => {
+    // Act
+    const error = await failure(
+      requestToken(deps, config, CREDENTIALS, 'ba_demo_1', START_MS - 1),
+    );
+
+    // Assess
+    expect(error.code).toBe('upstream_unavailable');
+    expect(sim.stats.tokenRequests).toBe(0);
+  });
+
+  it("cuts an attempt's timeout to the time left before the deadline", async () => {
+    // Regression (review): the first attempt always waited its full 3 s, so a
+    // lease holder that learned of its lease late could still be asking the
+    // provider after its lease ran out, when another instance may take over.
+    injectFault({ kind: 'latency', ms: 1000 });
+    const deadlineMs = START_MS + 50;
+
+    // Act: the provider would answer in 1 s, within the 3 s timeout, but past the deadline
+    const error = await failure(requestToken(deps, config, CREDENTIALS, 'ba_demo_1', deadlineMs));
+
+    // Assess
+    expect(error.code).toBe('upstream_unavailable');
+    expect(error.message).toBe('The provider did not answer in time.');
+    expect(sim.stats.tokenRequests).toBe(1);
+  });
+
   it('does not wait out a Retry-After that would pass the deadline', async () => {
     // Prepare
     injectFault({ kind: 'status', status: 429, retryAfter: 4 });
