@@ -615,9 +615,7 @@ describe('requestToken: deadline', () => {
 
   it('sends nothing once the deadline has passed', async () => {
     // Act
-    const error = await failure(
-      requestToken(deps, config, CREDENTIALS, 'ba_demo_1', START_MS - 1),
-    );
+    const error = await failure(requestToken(deps, config, CREDENTIALS, 'ba_demo_1', START_MS - 1));
 
     // Assess
     expect(error.code).toBe('upstream_unavailable');
