@@ -10,6 +10,7 @@ import type {
   FirstLook,
   LeaseTakeover,
   RefreshFailure,
+  Revision,
   StoredItem,
   TokenStore,
 } from '../core/ports.js';
@@ -36,10 +37,36 @@ const LEASE_ONLY_TTL_SECONDS = 86_400;
  * The TTL written with a lease: the live token's own `expires_at - 60`, else a
  * day ahead, so DynamoDB never sweeps an item (holding a past TTL) mid-refresh.
  */
-function leaseTtl(nowMs: number, seenRevision: number | null | undefined): number {
+function leaseTtl(nowMs: number, seenExpiresAt: number | null | undefined): number {
   const now = Math.floor(nowMs / 1000);
-  if (typeof seenRevision === 'number' && seenRevision - 60 > now) return seenRevision - 60;
+  if (typeof seenExpiresAt === 'number' && seenExpiresAt - 60 > now) return seenExpiresAt - 60;
   return now + LEASE_ONLY_TTL_SECONDS;
+}
+
+/**
+ * The condition that the item still holds the token of `seen`: the same
+ * `expires_at` and the same sealed bytes (tokens minted in the same second
+ * share an `expires_at`; no two seals share their bytes). Attributes the
+ * core read as absent (missing, or of another type) must still be absent.
+ */
+function sameRevision(seen: Revision, values: Item): string {
+  // DynamoDB refuses a value the expression does not use: each is set with its use.
+  const parts: string[] = [];
+  if (seen.expiresAt === null) {
+    parts.push('(attribute_not_exists(expires_at) OR NOT attribute_type(expires_at, :n))');
+    values[':n'] = { S: 'N' };
+  } else {
+    parts.push('expires_at = :seenExpires');
+    values[':seenExpires'] = num(seen.expiresAt);
+  }
+  if (seen.sealed === null) {
+    parts.push('(attribute_not_exists(sealed_token) OR NOT attribute_type(sealed_token, :b))');
+    values[':b'] = { S: 'B' };
+  } else {
+    parts.push('sealed_token = :seenSealed');
+    values[':seenSealed'] = { B: seen.sealed };
+  }
+  return parts.join(' AND ');
 }
 
 /**
@@ -70,7 +97,7 @@ export function fromItem(item: Item): StoredItem {
     item.token_type?.S === 'Bearer';
   return {
     pk,
-    revision: expiresAt ?? null,
+    revision: { expiresAt: expiresAt ?? null, sealed: sealed ?? null },
     ...(hasToken
       ? {
           token: {
@@ -130,7 +157,7 @@ export class DynamoDbTokenStore implements TokenStore {
     owner: string,
     nowMs: number,
     untilMs: number,
-    seenRevision?: number | null,
+    seenRevision?: Revision,
     takeover: LeaseTakeover = {},
   ): Promise<boolean> {
     const values: Item = { ':n': { S: 'N' } };
@@ -157,13 +184,8 @@ export class DynamoDbTokenStore implements TokenStore {
       }
     }
     let condition = `(${free.join(' OR ')})`;
-    if (seenRevision === null) {
-      condition += ' AND (attribute_not_exists(expires_at) OR NOT attribute_type(expires_at, :n))';
-    } else if (seenRevision !== undefined) {
-      condition += ' AND expires_at = :seen';
-      values[':seen'] = num(seenRevision);
-    }
-    const lease = { owner, untilMs, ttl: leaseTtl(nowMs, seenRevision) };
+    if (seenRevision) condition += ` AND ${sameRevision(seenRevision, values)}`;
+    const lease = { owner, untilMs, ttl: leaseTtl(nowMs, seenRevision?.expiresAt) };
     return this.#conditional('UpdateItem', () =>
       this.#client.send(this.#leaseWrite(pk, lease, condition, values)),
     );

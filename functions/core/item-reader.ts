@@ -1,6 +1,13 @@
 import { type Clock, epochSeconds } from './clock.js';
 import { describe } from './describe-error.js';
-import type { ProviderCredentials, Sealer, StoredItem, Token } from './ports.js';
+import {
+  NO_REVISION,
+  type ProviderCredentials,
+  type Revision,
+  type Sealer,
+  type StoredItem,
+  type Token,
+} from './ports.js';
 import type { CoreLogger, CoreMetric } from './token-service-types.js';
 import type { VersionCheck } from './version-check.js';
 
@@ -22,7 +29,7 @@ export interface ItemView {
    */
   readonly canReplace: boolean;
   /** The item's revision, for the lease condition. */
-  readonly revision: number | null;
+  readonly revision: Revision;
 }
 
 export interface ItemReaderDeps {
@@ -57,7 +64,7 @@ export class ItemReader {
     item: StoredItem | undefined,
     known: ProviderCredentials | undefined,
   ): Promise<ItemView> {
-    const revision = item?.revision ?? null;
+    const revision = item?.revision ?? NO_REVISION;
     const stored = item?.token;
     if (!item || !stored) {
       return {

@@ -52,17 +52,33 @@ export interface Token {
   readonly mintMs?: number;
 }
 
+/**
+ * Which token an item held when it was read. Lease conditions compare it, so
+ * nobody re-mints (or overwrites) a token another caller stored meanwhile.
+ * It is read from the item's attributes whether or not its token part is
+ * usable, so an item the core cannot use is still replaceable.
+ */
+export interface Revision {
+  /** The item's `expires_at` as a number, or null. */
+  readonly expiresAt: number | null;
+  /**
+   * The sealed token's bytes, or null. Every seal is randomized (a fresh IV
+   * or data key), so two stores differ even for tokens minted in the same
+   * second with the same lifetime, which `expires_at` cannot tell apart.
+   */
+  readonly sealed: Uint8Array | null;
+}
+
+/** The revision of an item that holds no token (or of no item). */
+export const NO_REVISION: Revision = { expiresAt: null, sealed: null };
+
 /** A cache item as stored: the token sealed, the lease beside it. */
 export interface StoredItem {
   readonly pk: string;
   /** The token part, when it is complete; an item with a broken one has none. */
   readonly token?: Omit<Token, 'accessToken'> & { readonly sealed: Uint8Array };
-  /**
-   * The `expires_at` the item holds, whether or not its token part is usable
-   * (null when it holds none as a number). Lease conditions compare this, not
-   * the parsed token, so an item the core cannot use is still replaceable.
-   */
-  readonly revision: number | null;
+  /** Which token the item held when read: see Revision. */
+  readonly revision: Revision;
   readonly leaseOwner?: string;
   /** Epoch milliseconds. */
   readonly leaseUntil?: number;
@@ -123,7 +139,7 @@ export interface TokenStore {
     owner: string,
     nowMs: number,
     untilMs: number,
-    seenRevision?: number | null,
+    seenRevision?: Revision,
     takeover?: LeaseTakeover,
   ): Promise<boolean>;
   /**

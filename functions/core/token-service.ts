@@ -18,6 +18,7 @@ import type {
   LeaseHolder,
   ProviderCredentials,
   RefreshFailure,
+  Revision,
   StoredItem,
   Token,
 } from './ports.js';
@@ -501,7 +502,7 @@ export class TokenService {
   async #tryLease(
     key: string,
     nowMs: number,
-    seenRevision?: number | null,
+    seenRevision?: Revision,
     holder?: LeaseHolder,
   ): Promise<number | undefined> {
     const untilMs = nowMs + this.#leaseMs;

@@ -12,7 +12,12 @@ import {
 import { describe, expect, it } from 'vitest';
 import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
 import { StoreUnavailableError } from '../../functions/core/errors.js';
-import type { LeaseTakeover, TokenStore } from '../../functions/core/ports.js';
+import {
+  type LeaseTakeover,
+  NO_REVISION,
+  type Revision,
+  type TokenStore,
+} from '../../functions/core/ports.js';
 import { MemoryTokenStore } from '../support/memory-store.js';
 import { useSimulatorAndTable } from '../support/simulator-and-table.js';
 
@@ -32,7 +37,7 @@ describe.each(stores)('%s store: tryAcquireLease', (_name, makeStore) => {
     expect(await store.tryAcquireLease(PK, HELD.owner, NOW, HELD.untilMs)).toBe(true);
     return store;
   };
-  const take = (store: TokenStore, takeover?: LeaseTakeover, seenRevision?: number | null) =>
+  const take = (store: TokenStore, takeover?: LeaseTakeover, seenRevision?: Revision) =>
     store.tryAcquireLease(PK, 'w', NOW, NOW + 10_000, seenRevision, takeover);
 
   it('takes a free lease, and never a held one it is not told it may take, whatever the time', async () => {
@@ -59,8 +64,25 @@ describe.each(stores)('%s store: tryAcquireLease', (_name, makeStore) => {
   it('takes the watched lease only while the token is still the one read', async () => {
     const store = await held();
 
-    expect(await take(store, { holder: HELD }, 1_800_007_200)).toBe(false);
-    expect(await take(store, { holder: HELD }, null)).toBe(true);
+    const stored = { expiresAt: 1_800_007_200, sealed: new Uint8Array([1, 2, 3]) };
+    expect(await take(store, { holder: HELD }, stored)).toBe(false);
+    expect(await take(store, { holder: HELD }, NO_REVISION)).toBe(true);
+  });
+
+  it('tells apart two tokens stored in the same second with the same lifetime', async () => {
+    // Regression (review): the revision was expires_at alone, so a caller that
+    // read the first token took the lease over the second and minted again.
+    const store = makeStore();
+    await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000);
+    await store.putToken(PK, storedToken(1_800_007_200), 'a');
+    const first = (await store.get(PK))?.revision;
+    await store.tryAcquireLease(PK, 'b', NOW, NOW + 10_000, first);
+    await store.putToken(PK, storedToken(1_800_007_200, [4, 5, 6]), 'b');
+    const second = (await store.get(PK))?.revision;
+
+    expect(await store.tryAcquireLease(PK, 'c', NOW, NOW + 10_000, first)).toBe(false);
+    expect(await store.tryAcquireLease(PK, 'd', NOW, NOW + 10_000, second)).toBe(true);
+    expect((await store.get(PK))?.leaseOwner).toBe('d');
   });
 });
 
@@ -140,14 +162,14 @@ it('DynamoDB store: a refusal that carries no item (an older DynamoDB) is follow
   expect(sent).toEqual(['UpdateItemCommand', 'GetItemCommand']);
 });
 
-/** A token as the core stores it, expiring at `expiresAt` (epoch seconds). */
-const storedToken = (expiresAt: number) => ({
+/** A token as the core stores it, expiring at `expiresAt` (epoch seconds), sealed as `sealed`. */
+const storedToken = (expiresAt: number, sealed = [1, 2, 3]) => ({
   tokenType: 'Bearer' as const,
   scope: 'ba_demo_1',
   issuedAt: expiresAt - 7200,
   expiresAt,
   credentialsVersion: 'v1',
-  sealed: new Uint8Array([1, 2, 3]),
+  sealed: new Uint8Array(sealed),
 });
 
 describe.each(stores)('%s store: failures and use marks', (_name, makeStore) => {
@@ -160,7 +182,7 @@ describe.each(stores)('%s store: failures and use marks', (_name, makeStore) => 
 
     expect(put).toBe(false);
     const item = await store.get(PK);
-    expect(item).toMatchObject({ leaseOwner: 'a', revision: null });
+    expect(item).toMatchObject({ leaseOwner: 'a', revision: NO_REVISION });
     expect(item?.failure).toBeUndefined();
   });
 
@@ -226,12 +248,12 @@ it("DynamoDB store: a lease keeps its item from expiring: a day without a token 
   const expiresAt = Math.floor(NOW / 1000) + 7200;
 
   // Act
-  await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000, null);
+  await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000, NO_REVISION);
   const leaseOnly = await ttl();
   await store.leaseIfAbsent('TOKEN#ba_demo_2', 'a', NOW, NOW + 10_000);
   const firstLook = await ttl('TOKEN#ba_demo_2');
   await store.putToken(PK, storedToken(expiresAt), 'a');
-  await store.tryAcquireLease(PK, 'b', NOW + 20_000, NOW + 30_000, expiresAt);
+  await store.tryAcquireLease(PK, 'b', NOW + 20_000, NOW + 30_000, (await store.get(PK))?.revision);
   const besideToken = await ttl();
 
   // Assess
@@ -252,7 +274,7 @@ it('DynamoDB store: a watched lease whose lease_owner is not a string (a hand ed
   const item = await store.get(PK);
 
   // Act
-  const taken = await store.tryAcquireLease(PK, 'w', NOW, NOW + 10_000, null, {
+  const taken = await store.tryAcquireLease(PK, 'w', NOW, NOW + 10_000, NO_REVISION, {
     holder: { untilMs: item?.leaseUntil ?? 0 },
   });
 

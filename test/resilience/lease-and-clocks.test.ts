@@ -5,7 +5,7 @@
  */
 import { beforeEach, expect, it } from 'vitest';
 import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
-import type { TokenStore } from '../../functions/core/ports.js';
+import { NO_REVISION, type TokenStore } from '../../functions/core/ports.js';
 import { afterEverySleep, TestClock } from '../support/clock.js';
 import { ask, expectSound, fleetInstance, SkewedClock } from '../support/fleet.js';
 import { useSimulatorAndTable } from '../support/simulator-and-table.js';
@@ -160,7 +160,9 @@ it('a waiter that watched a dead lease does not take the lease another waiter to
   const dead = await store.get(pk);
   const otherWaiter = async () => {
     const holder = { owner: 'died', untilMs: dead?.leaseUntil ?? 0 };
-    await store.tryAcquireLease(pk, 'other', clock.now(), clock.now() + 10_000, null, { holder });
+    await store.tryAcquireLease(pk, 'other', clock.now(), clock.now() + 10_000, NO_REVISION, {
+      holder,
+    });
   };
   const waiter = fleetInstance({ sim: shared.sim, store: racing(store, otherWaiter), clock });
 

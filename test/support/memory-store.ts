@@ -1,11 +1,22 @@
 import { StoreUnavailableError } from '../../functions/core/errors.js';
-import type {
-  FirstLook,
-  LeaseTakeover,
-  RefreshFailure,
-  StoredItem,
-  TokenStore,
+import {
+  type FirstLook,
+  type LeaseTakeover,
+  NO_REVISION,
+  type RefreshFailure,
+  type Revision,
+  type StoredItem,
+  type TokenStore,
 } from '../../functions/core/ports.js';
+
+/** Whether two revisions name the same stored token (as the DynamoDB condition compares them). */
+function sameRevision(a: Revision, b: Revision): boolean {
+  const sameBytes =
+    a.sealed === null || b.sealed === null
+      ? a.sealed === b.sealed
+      : Buffer.from(a.sealed).equals(Buffer.from(b.sealed));
+  return a.expiresAt === b.expiresAt && sameBytes;
+}
 
 /** An in-memory TokenStore with DynamoDB's conditional semantics, for unit tests. */
 export class MemoryTokenStore implements TokenStore {
@@ -29,11 +40,11 @@ export class MemoryTokenStore implements TokenStore {
     owner: string,
     _nowMs: number,
     untilMs: number,
-    seenRevision?: number | null,
+    seenRevision?: Revision,
     takeover: LeaseTakeover = {},
   ): Promise<boolean> {
     this.#check();
-    const item = this.items.get(pk) ?? { pk, revision: null };
+    const item = this.items.get(pk) ?? { pk, revision: NO_REVISION };
     const { holder } = takeover;
     const watched =
       holder !== undefined &&
@@ -44,7 +55,7 @@ export class MemoryTokenStore implements TokenStore {
       item.leaseUntil !== undefined &&
       item.leaseUntil < takeover.ranOutBeforeMs;
     if (item.leaseUntil !== undefined && !ranOut && !watched) return false;
-    if (seenRevision !== undefined && item.revision !== seenRevision) return false;
+    if (seenRevision !== undefined && !sameRevision(item.revision, seenRevision)) return false;
     this.items.set(pk, { ...item, leaseOwner: owner, leaseUntil: untilMs });
     return true;
   }
@@ -59,7 +70,7 @@ export class MemoryTokenStore implements TokenStore {
     const item = this.items.get(pk);
     if (item?.leaseOwner === owner && item.leaseUntil === untilMs) return { leased: true };
     if (item) return { leased: false, item };
-    this.items.set(pk, { pk, revision: null, leaseOwner: owner, leaseUntil: untilMs });
+    this.items.set(pk, { pk, revision: NO_REVISION, leaseOwner: owner, leaseUntil: untilMs });
     return { leased: true };
   }
 
@@ -76,7 +87,7 @@ export class MemoryTokenStore implements TokenStore {
     this.items.set(pk, {
       pk,
       token,
-      revision: token.expiresAt,
+      revision: { expiresAt: token.expiresAt, sealed: token.sealed },
       ...(lastUsedAt === undefined ? {} : { lastUsedAt }),
     });
     return true;

@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { StoreUnavailableError } from '../../functions/core/errors.js';
-import type { StoredItem } from '../../functions/core/ports.js';
+import { NO_REVISION, type StoredItem } from '../../functions/core/ports.js';
 import { setup, storeToken } from '../support/token-service-fixture.js';
 
 /**
@@ -26,7 +26,8 @@ describe('lease waiters', () => {
 
   /** b holds the lease on ba_1 from t0; its token lands `afterMs` later. */
   async function holderStoresAfter(afterMs: number, item: Partial<StoredItem> = {}) {
-    if (item.token) t.store.items.set('TOKEN#ba_1', { pk: 'TOKEN#ba_1', revision: null, ...item });
+    if (item.token)
+      t.store.items.set('TOKEN#ba_1', { pk: 'TOKEN#ba_1', revision: NO_REVISION, ...item });
     await t.store.tryAcquireLease('TOKEN#ba_1', 'b', t0, t0 + 10_000);
     const get = t.store.get.bind(t.store);
     let landed = false;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { LeaseWatch } from '../../functions/core/lease-watch.js';
-import type { StoredItem } from '../../functions/core/ports.js';
+import { NO_REVISION, type StoredItem } from '../../functions/core/ports.js';
 
 const LEASE_MS = 10_000;
 const T0 = 1_800_000_000_000;
@@ -9,7 +9,7 @@ const UNTIL = T0 + LEASE_MS;
 /** An item whose lease `owner` holds until `untilMs` (the holder's clock). */
 const held = (owner: string, untilMs = UNTIL): StoredItem => ({
   pk: 'TOKEN#ba_1',
-  revision: null,
+  revision: NO_REVISION,
   leaseOwner: owner,
   leaseUntil: untilMs,
 });
@@ -44,7 +44,7 @@ describe('the lease watch', () => {
     const watch = new LeaseWatch(held('a'), T0, LEASE_MS);
 
     expect(watch.observe(held('a', UNTIL + 5000), T0 + LEASE_MS)).toEqual({ lease: 'held' });
-    expect(watch.observe({ pk: 'TOKEN#ba_1', revision: null }, T0 + LEASE_MS + 1)).toEqual({
+    expect(watch.observe({ pk: 'TOKEN#ba_1', revision: NO_REVISION }, T0 + LEASE_MS + 1)).toEqual({
       lease: 'free',
     });
   });

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { UpstreamUnavailableError } from '../../functions/core/errors.js';
+import { fingerprint } from '../../functions/core/fingerprint.js';
 import { REVOCATION_MIN_AGE_SECONDS, TokenService } from '../../functions/core/token-service.js';
-import { CREDS, setup } from '../support/token-service-fixture.js';
+import { CREDS, setup, storeToken } from '../support/token-service-fixture.js';
 
 describe('TokenService', () => {
   let t: ReturnType<typeof setup>;
@@ -197,6 +198,29 @@ describe('TokenService', () => {
 
     // Assess: its lease attempt names the item it read (none) and is refused
     expect(leaseAttempts).toBe(1);
+    expect(result.token.accessToken).toBe('tok-1');
+    expect(t.provider.state.mints).toBe(1);
+  });
+
+  it('does not re-mint a token another instance stored in the same second as the one this one read', async () => {
+    // Regression (review): the lease condition compared expires_at alone, and
+    // a reported token replaced in the second it was minted (same lifetime)
+    // has the same expires_at: a caller that read it took the lease and minted again.
+    await storeToken(t, 'ba_1', { accessToken: 'old', version: 'v1', secondsLeft: 7200 });
+    const reported = fingerprint('old');
+    const tryLease = t.store.tryAcquireLease.bind(t.store);
+    let raced = false;
+    t.store.tryAcquireLease = async (...args) => {
+      if (args[1] === 'b' && !raced) {
+        raced = true;
+        await t.a.getToken('ba_1', 300, reported); // a replaces the token meanwhile
+      }
+      return tryLease(...args);
+    };
+
+    const result = await t.b.getToken('ba_1', 300, reported);
+
+    expect(raced).toBe(true);
     expect(result.token.accessToken).toBe('tok-1');
     expect(t.provider.state.mints).toBe(1);
   });
