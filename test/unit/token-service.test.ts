@@ -3,6 +3,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { UpstreamUnavailableError } from '../../functions/core/errors.js';
 import { fingerprint } from '../../functions/core/fingerprint.js';
 import { REVOCATION_MIN_AGE_SECONDS, TokenService } from '../../functions/core/token-service.js';
+import { SkewedClock } from '../support/fleet.js';
 import { CREDS, setup, storeToken } from '../support/token-service-fixture.js';
 
 describe('TokenService', () => {
@@ -415,6 +416,27 @@ describe('TokenService', () => {
       expect(current).toBe('tok-2');
       expect(aMinuteLater.token.accessToken).toBe('tok-3');
       expect(t.provider.state.mints).toBe(3);
+    });
+
+    it('across instances whose clocks disagree by the tolerated 60 s, a looping caller gets at most one replacement more than one a minute, in all', async () => {
+      // The damping compares the replacement's issued_at (the minter's clock)
+      // with the reader's clock: a reader 60 s ahead may replace a fresh
+      // replacement at once, but each replacement then dates the next from
+      // that clock, so skew buys one early replacement, never a steady rate.
+      const clocks = [-30_000, 30_000, 0].map((skewMs) => new SkewedClock(t.clock, skewMs));
+      const instances = clocks.map((clock, i) =>
+        t.instance(`skewed-${i}`, t.credentials, t.provider.mint, clock),
+      );
+      let current = (await instances[0]!.getToken('ba_1', 300)).token.accessToken;
+
+      // Ten minutes of a report every 5 s, each to the next instance.
+      for (let second = 0; second < 600; second += 5) {
+        const instance = instances[(second / 5) % instances.length]!;
+        current = (await instance.getToken('ba_1', 300, fingerprintOf(current))).token.accessToken;
+        t.clock.advance(5);
+      }
+
+      expect(t.provider.state.mints - 1).toBeLessThanOrEqual(10 + 1);
     });
 
     it('a report naming another token uses up nothing: the real report that follows is honoured', async () => {
