@@ -186,9 +186,41 @@ export class DynamoDbTokenStore implements TokenStore {
     let condition = `(${free.join(' OR ')})`;
     if (seenRevision) condition += ` AND ${sameRevision(seenRevision, values)}`;
     const lease = { owner, untilMs, ttl: leaseTtl(nowMs, seenRevision?.expiresAt) };
-    return this.#conditional('UpdateItem', () =>
-      this.#client.send(this.#leaseWrite(pk, lease, condition, values)),
-    );
+    return (await this.#takeLease(pk, lease, condition, values)).leased;
+  }
+
+  /**
+   * Takes a lease under `condition` (with its own `values`). A refused write
+   * hands the item back (`ReturnValuesOnConditionCheckFailure: ALL_OLD`, no
+   * read units). A refusal that shows this very lease (owner and end) means
+   * the write was applied and its answer lost, and the SDK's retry was
+   * refused: the lease is the caller's. Without this the caller would wait
+   * out its own lease. The core never makes two attempts with one end.
+   */
+  async #takeLease(
+    pk: string,
+    lease: { owner: string; untilMs: number; ttl: number },
+    condition: string,
+    values: Item,
+  ): Promise<{ leased: true } | { leased: false; item: StoredItem | undefined; read: boolean }> {
+    try {
+      await this.#send('UpdateItem', () =>
+        this.#client.send(this.#leaseWrite(pk, lease, condition, values)),
+      );
+      return { leased: true };
+    } catch (error) {
+      const refused =
+        error instanceof StoreUnavailableError &&
+        error.cause instanceof ConditionalCheckFailedException
+          ? error.cause
+          : undefined;
+      if (!refused) throw error;
+      const item = refused.Item ? fromItem(refused.Item) : undefined;
+      if (item?.leaseOwner === lease.owner && item.leaseUntil === lease.untilMs) {
+        return { leased: true };
+      }
+      return { leased: false, item, read: refused.Item !== undefined };
+    }
   }
 
   /** The write that takes a lease, under `condition` (with its own `values`). */
@@ -197,7 +229,6 @@ export class DynamoDbTokenStore implements TokenStore {
     lease: { owner: string; untilMs: number; ttl: number },
     condition: string,
     values: Item,
-    returnItemOnRefusal = false,
   ): UpdateItemCommand {
     return new UpdateItemCommand({
       TableName: this.#table,
@@ -213,17 +244,17 @@ export class DynamoDbTokenStore implements TokenStore {
         ':ttl': num(lease.ttl),
         ':pk': { S: pk },
       },
-      ...(returnItemOnRefusal ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } : {}),
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     });
   }
 
   /**
    * One conditional UpdateItem: `attribute_not_exists(pk)` writes the lease;
-   * when the item exists, `ReturnValuesOnConditionCheckFailure: ALL_OLD` hands
-   * it back on the refusal. That costs no read units (UpdateItem API
-   * reference); the refused write is billed as a write of the item's size, and
-   * only a cold instance's first lookup of a scope pays it. Powertools'
-   * idempotency utility locks its records the same way.
+   * when the item exists, the refusal hands it back (see #takeLease). That
+   * costs no read units (UpdateItem API reference); the refused write is
+   * billed as a write of the item's size, and only a cold instance's first
+   * lookup of a scope pays it. Powertools' idempotency utility locks its
+   * records the same way.
    */
   async leaseIfAbsent(
     pk: string,
@@ -231,26 +262,13 @@ export class DynamoDbTokenStore implements TokenStore {
     nowMs: number,
     untilMs: number,
   ): Promise<FirstLook> {
-    try {
-      const lease = { owner, untilMs, ttl: leaseTtl(nowMs, null) };
-      await this.#send('UpdateItem', () =>
-        this.#client.send(this.#leaseWrite(pk, lease, 'attribute_not_exists(pk)', {}, true)),
-      );
-      return { leased: true };
-    } catch (error) {
-      const refused =
-        error instanceof StoreUnavailableError &&
-        error.cause instanceof ConditionalCheckFailedException
-          ? error.cause
-          : undefined;
-      if (!refused) throw error;
-      // The item exists, so DynamoDB returns it; read it should it ever not.
-      const item = refused.Item ? fromItem(refused.Item) : await this.get(pk);
-      // This very lease: the write was applied, its answer lost, and the
-      // SDK's retry refused. Without this the caller would wait out its own lease.
-      if (item?.leaseOwner === owner && item.leaseUntil === untilMs) return { leased: true };
-      return { leased: false, item };
-    }
+    const lease = { owner, untilMs, ttl: leaseTtl(nowMs, null) };
+    const taken = await this.#takeLease(pk, lease, 'attribute_not_exists(pk)', {});
+    if (taken.leased) return { leased: true };
+    // The item exists, so DynamoDB returns it; read it should it ever not.
+    const item = taken.read ? taken.item : await this.get(pk);
+    if (item?.leaseOwner === owner && item.leaseUntil === untilMs) return { leased: true };
+    return { leased: false, item };
   }
 
   async putToken(

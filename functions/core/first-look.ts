@@ -14,8 +14,8 @@ export type FirstLookResult =
   | { readonly leased: false; readonly item: StoredItem | undefined };
 
 export interface FirstLookLimits {
-  /** The lease a first look takes, milliseconds. */
-  readonly leaseMs: number;
+  /** When a lease taken at `nowMs` runs out (see TokenService's #leaseEnd). */
+  readonly leaseEnd: (nowMs: number) => number;
   /** How long a throttled read is retried, milliseconds (a waiter's bound). */
   readonly maxWaitMs: number;
   /** The longest back-off between two throttled reads. */
@@ -53,7 +53,7 @@ export class FirstLook {
     const { clock, store, instanceId } = this.#deps;
     if (known && !this.#seen.has(key)) {
       const nowMs = clock.now();
-      const untilMs = nowMs + this.#limits.leaseMs;
+      const untilMs = this.#limits.leaseEnd(nowMs);
       try {
         const look = await store.leaseIfAbsent(key, instanceId, nowMs, untilMs);
         this.#seen.add(key);

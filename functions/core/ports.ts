@@ -132,7 +132,9 @@ export interface TokenStore {
    * Takes the lease when it is absent or unreadable, or one `takeover` allows
    * (by default none: a held lease is never judged by `nowMs`), and, when `seenRevision` is given, only while the item's `revision` is
    * still the one the caller read, so nobody re-mints (or overwrites) a token
-   * another caller just stored. False when the lease is held or the token changed.
+   * another caller just stored. False when the lease is held or the token
+   * changed; true when the item holds exactly this lease (owner and end): a
+   * retry after a lost answer, so callers never reuse an end.
    */
   tryAcquireLease(
     pk: string,

@@ -98,6 +98,8 @@ export class TokenService {
   readonly #items: ItemReader;
   readonly #useMarks: UseMarks;
   readonly #firstLook: FirstLook;
+  /** The end of this instance's last lease attempt: see #leaseEnd. */
+  #lastLeaseEnd = 0;
 
   constructor(deps: TokenServiceDeps, config: TokenServiceConfig = {}) {
     this.#deps = deps;
@@ -116,7 +118,7 @@ export class TokenService {
     });
     this.#useMarks = new UseMarks(deps.store, deps.logger);
     this.#firstLook = new FirstLook(deps, {
-      leaseMs: this.#leaseMs,
+      leaseEnd: (nowMs) => this.#leaseEnd(nowMs),
       maxWaitMs: this.#maxWaitMs,
       pollMaxMs: this.#pollMaxMs,
     });
@@ -505,7 +507,7 @@ export class TokenService {
     seenRevision?: Revision,
     holder?: LeaseHolder,
   ): Promise<number | undefined> {
-    const untilMs = nowMs + this.#leaseMs;
+    const untilMs = this.#leaseEnd(nowMs);
     try {
       const taken = await this.#deps.store.tryAcquireLease(
         key,
@@ -522,6 +524,18 @@ export class TokenService {
       if (error instanceof StoreUnavailableError && error.throttled) return undefined;
       throw error;
     }
+  }
+
+  /**
+   * When a lease attempted at `nowMs` runs out: one lease period later, and
+   * never the same end twice in this instance. The stores take a refusal that
+   * shows the caller's own owner and end for its own applied write (a lost
+   * answer), so two attempts of one instance in one millisecond (a refresh
+   * beside a vend, or a caller that stopped joining a flight) must differ.
+   */
+  #leaseEnd(nowMs: number): number {
+    this.#lastLeaseEnd = Math.max(nowMs + this.#leaseMs, this.#lastLeaseEnd + 1);
+    return this.#lastLeaseEnd;
   }
 
   /** Gives the lease up; a store failure here only delays others until the lease runs out. */

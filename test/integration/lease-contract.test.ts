@@ -69,6 +69,20 @@ describe.each(stores)('%s store: tryAcquireLease', (_name, makeStore) => {
     expect(await take(store, { holder: HELD }, NO_REVISION)).toBe(true);
   });
 
+  it('answers taken to the caller whose write was applied but whose answer was lost (the retry is refused)', async () => {
+    // Regression (review): only the first look knew its own applied lease; a
+    // lease attempt whose answer was lost waited out its own lease (10 s).
+    const store = makeStore();
+    expect(await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000, NO_REVISION)).toBe(true);
+
+    const retry = await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000, NO_REVISION);
+    const other = await store.tryAcquireLease(PK, 'b', NOW, NOW + 10_000, NO_REVISION);
+    const later = await store.tryAcquireLease(PK, 'a', NOW + 1, NOW + 10_001, NO_REVISION);
+
+    expect([retry, other, later]).toEqual([true, false, false]);
+    expect(await store.get(PK)).toMatchObject({ leaseOwner: 'a', leaseUntil: NOW + 10_000 });
+  });
+
   it('tells apart two tokens stored in the same second with the same lifetime', async () => {
     // Regression (review): the revision was expires_at alone, so a caller that
     // read the first token took the lease over the second and minted again.

@@ -45,6 +45,8 @@ export class MemoryTokenStore implements TokenStore {
   ): Promise<boolean> {
     this.#check();
     const item = this.items.get(pk) ?? { pk, revision: NO_REVISION };
+    // This very lease: the write was applied, its answer lost, the retry refused.
+    if (item.leaseOwner === owner && item.leaseUntil === untilMs) return true;
     const { holder } = takeover;
     const watched =
       holder !== undefined &&

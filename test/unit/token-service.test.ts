@@ -226,6 +226,17 @@ describe('TokenService', () => {
     expect(t.provider.state.mints).toBe(1);
   });
 
+  it('two lease attempts of one instance in the same millisecond never both hold the lease', async () => {
+    // The stores take a refusal showing the caller's own owner and end for its
+    // own applied write (a lost answer): two attempts must never share an end.
+    await storeToken(t, 'ba_1', { accessToken: 'old', version: 'v1', secondsLeft: 100 });
+
+    const results = await Promise.all([t.a.refresh('ba_1'), t.a.refresh('ba_1')]);
+
+    expect(results.map((r) => r.status).sort()).toEqual(['busy', 'refreshed']);
+    expect(t.provider.state.mints).toBe(1);
+  });
+
   it('frees the lease when the new token cannot be sealed, so others need not wait it out', async () => {
     const failing = setup();
     const broken = new TokenService({
