@@ -305,8 +305,9 @@ export class TokenService {
         replacesRevoked: reported,
         forVend: true,
       });
-      // With a servable token, only this caller waits for the new one (it
-      // never rejects then: a failed refresh falls back to the current token).
+      // With a servable token, only this caller waits for the new one; a
+      // failed refresh falls back to the current token while it still has
+      // min_ttl left (never one short of it: then the failure is the answer).
       return current ? { ...current, refreshing } : { result: await refreshing };
     }
     // Another caller refreshes: everyone else keeps receiving the current token.
