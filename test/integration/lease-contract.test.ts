@@ -176,6 +176,49 @@ it('DynamoDB store: a refusal that carries no item (an older DynamoDB) is follow
   expect(sent).toEqual(['UpdateItemCommand', 'GetItemCommand']);
 });
 
+/** A client that records what it sends, and answers UpdateItem with `failure` when given one. */
+function recording(failure?: () => Error) {
+  const sent: string[] = [];
+  const client = {
+    send: async (command: { constructor: { name: string } }) => {
+      sent.push(command.constructor.name);
+      if (failure && command.constructor.name === 'UpdateItemCommand') throw failure();
+      return shared.client.send(command as never);
+    },
+  } as unknown as DynamoDBClient;
+  return { sent, store: new DynamoDbTokenStore(client, shared.table) };
+}
+
+it('DynamoDB store: a first look on an item that exists is one call: the refusal carries the item, no read follows', async () => {
+  const store = new DynamoDbTokenStore(shared.client, shared.table);
+  await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000);
+  const { sent, store: watched } = recording();
+
+  const look = await watched.leaseIfAbsent(PK, 'b', NOW, NOW + 10_000);
+
+  expect(look).toMatchObject({ leased: false, item: { leaseOwner: 'a' } });
+  expect(sent).toEqual(['UpdateItemCommand']);
+});
+
+it.each([
+  ['throttled', 'ProvisionedThroughputExceededException', true],
+  ['refused access', 'AccessDeniedException', false],
+])(
+  'DynamoDB store: a lease write %s is an outage, never a "no" (and says whether it was throttled)',
+  async (_case, name, throttled) => {
+    const failure = () => Object.assign(new Error('injected'), { name });
+    const { store } = recording(failure);
+
+    const look = store.leaseIfAbsent(PK, 'b', NOW, NOW + 10_000);
+    const attempt = store.tryAcquireLease(PK, 'b', NOW, NOW + 10_000);
+
+    for (const call of [look, attempt]) {
+      await expect(call).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(call).rejects.toMatchObject({ throttled });
+    }
+  },
+);
+
 /** A token as the core stores it, expiring at `expiresAt` (epoch seconds), sealed as `sealed`. */
 const storedToken = (expiresAt: number, sealed = [1, 2, 3]) => ({
   tokenType: 'Bearer' as const,

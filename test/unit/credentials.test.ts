@@ -167,6 +167,19 @@ describe('SecretsManagerCredentials', () => {
     expect(sm).toHaveReceivedCommandTimes(GetSecretValueCommand, 2);
   });
 
+  it('a plain read asked while a forced read fails gets the last good value, not the failure', async () => {
+    // Plain reads never share a forced read: its failure is its caller's answer alone.
+    sm.on(GetSecretValueCommand).resolvesOnce(secretValue(V1, 'ver-1')).rejects(internalError());
+    const credentials = source();
+    await credentials.get();
+
+    const forced = credentials.get({ forceRefresh: true });
+    const plain = credentials.get();
+
+    await expect(forced).rejects.toThrow(CredentialsUnavailableError);
+    expect(await plain).toEqual({ ...V1, version: 'ver-1' });
+  });
+
   it('a cold instance fetches an unusable secret again on its next read, so a fix is seen at once', async () => {
     // Regression (review): Powertools cached the unusable value, and each read
     // parsed it again and failed until its 5-minute max age.

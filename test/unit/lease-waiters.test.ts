@@ -192,4 +192,109 @@ describe('lease waiters', () => {
     expect(result.outcome.degraded).toBe(true);
     expect(t.provider.state.mints).toBe(1);
   });
+
+  /** Replaces the store's reads: records when each was sent (virtual ms since t0). */
+  function recordReads(answer: (sentAt: number) => Promise<StoredItem | undefined>) {
+    const sent: number[] = [];
+    t.store.get = async () => {
+      sent.push(t.clock.now() - t0);
+      return answer(sent.length);
+    };
+    return sent;
+  }
+  const gaps = (times: number[]) => times.slice(1).map((at, i) => at - (times[i] ?? 0));
+
+  it('give up at their bound, 13 s after they began waiting, not a poll later', async () => {
+    // The holder stays alive (its lease renewed each second), so nobody takes over.
+    await t.store.tryAcquireLease('TOKEN#ba_1', 'b', t0, t0 + 10_000);
+    const get = t.store.get.bind(t.store);
+    let renewedAt = t0;
+    recordReads(async () => {
+      if (t.clock.now() - renewedAt >= 1000) {
+        renewedAt = t.clock.now();
+        const item = t.store.items.get('TOKEN#ba_1');
+        if (item) t.store.items.set('TOKEN#ba_1', { ...item, leaseUntil: renewedAt + 10_000 });
+      }
+      return get('TOKEN#ba_1');
+    });
+
+    const error = await t.a.getToken('ba_1', 300).catch((e: unknown) => e);
+
+    expect(error).toMatchObject({ code: 'upstream_unavailable' });
+    expect(t.clock.now() - t0).toBe(13_000);
+    expect(t.provider.state.mints).toBe(0);
+  });
+
+  it('poll less often when the table answers slowly: at least twice as long as the last read took', async () => {
+    await t.store.tryAcquireLease('TOKEN#ba_1', 'b', t0, t0 + 10_000);
+    const get = t.store.get.bind(t.store);
+    const sent = recordReads(async () => {
+      await t.clock.sleep(200); // each read takes 200 ms
+      return get('TOKEN#ba_1');
+    });
+
+    await t.a.getToken('ba_1', 300).catch(() => undefined);
+
+    // From the second poll on (the first follows the first look, whose time is not a poll's):
+    const waits = gaps(sent)
+      .slice(1)
+      .map((gap) => gap - 200);
+    for (const wait of waits) expect(wait).toBeGreaterThanOrEqual(2 * 200 * 0.75);
+  });
+
+  it('after a throttled poll, poll at least twice as far apart, and further each time', async () => {
+    await t.store.tryAcquireLease('TOKEN#ba_1', 'b', t0, t0 + 10_000);
+    const get = t.store.get.bind(t.store);
+    const sent = recordReads(async (n) => {
+      if (n >= 2 && n <= 6) throw throttle();
+      return get('TOKEN#ba_1');
+    });
+
+    await t.a.getToken('ba_1', 300).catch(() => undefined);
+
+    // Polls 2 to 6 are throttled: the waits after them double (a third of a
+    // mint is 33 ms) up to the longest delay, 800 ms.
+    const after = gaps(sent).slice(2, 6);
+    expect(after[0]).toBeGreaterThanOrEqual(2 * 33 * 0.75);
+    for (let i = 1; i < after.length; i++) {
+      expect(after[i]).toBeGreaterThanOrEqual(Math.min(800, (after[i - 1] ?? 0) * 2) * 0.75);
+    }
+  });
+
+  it('a first look throttled for its whole bound reads a bounded number of times, further apart each time, then serves degraded', async () => {
+    t.store.leaseIfAbsent = async () => {
+      throw throttle();
+    };
+    const sent = recordReads(async () => {
+      throw throttle();
+    });
+
+    const result = await t.a.getToken('ba_1', 300);
+
+    expect(result.outcome.degraded).toBe(true);
+    expect(t.clock.now() - t0).toBeLessThanOrEqual(13_000);
+    expect(sent.length).toBeLessThanOrEqual(25);
+    const waits = gaps(sent);
+    for (let i = 1; i < waits.length; i++) {
+      expect(waits[i]).toBeGreaterThanOrEqual(Math.min(800, (waits[i - 1] ?? 0) * 2) * 0.75);
+    }
+  });
+
+  it('a read showing a lease that ran out moments ago (within clock disagreement) makes no lease attempt before watching it', async () => {
+    await storeToken(t, 'ba_1', { accessToken: 'old', version: 'v1', secondsLeft: -10 });
+    await t.store.tryAcquireLease('TOKEN#ba_1', 'b', t0 - 40_000, t0 - 30_000);
+    t.a.forget();
+    const acquire = t.store.tryAcquireLease.bind(t.store);
+    const attempts: Array<string> = [];
+    t.store.tryAcquireLease = async (...args) => {
+      attempts.push(args[5]?.holder ? 'takeover' : 'plain');
+      return acquire(...args);
+    };
+
+    const result = await t.a.getToken('ba_1', 300);
+
+    expect(attempts).toEqual(['takeover']);
+    expect(t.provider.state.mints).toBe(1);
+    expect(result.token.accessToken).toBe('tok-1');
+  });
 });
