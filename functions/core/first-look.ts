@@ -14,7 +14,7 @@ export type FirstLookResult =
   | { readonly leased: false; readonly item: StoredItem | undefined };
 
 export interface FirstLookLimits {
-  /** When a lease taken at `nowMs` runs out (see TokenService's #leaseEnd). */
+  /** When a lease taken at `nowMs` runs out (see Leases.end in leases.ts). */
   readonly leaseEnd: (nowMs: number) => number;
   /** How long a throttled read is retried, milliseconds (a waiter's bound). */
   readonly maxWaitMs: number;

@@ -1,6 +1,5 @@
 import { epochSeconds } from './clock.js';
 import { DegradedMode } from './degraded-mode.js';
-import { describe } from './describe-error.js';
 import {
   credentialsUnavailable,
   StoreUnavailableError,
@@ -11,30 +10,17 @@ import { isFresh, isServable } from './freshness.js';
 import { tokenKey } from './item-keys.js';
 import { ItemReader } from './item-reader.js';
 import { LeaseWatch, MAX_CLOCK_SKEW_MS } from './lease-watch.js';
+import { Leases, storeFailed } from './leases.js';
 import { MemoryTokenCache, SingleFlight } from './memory-cache.js';
-import { mintToken } from './mint-token.js';
 import { PollSchedule } from './poll-schedule.js';
-import type {
-  LeaseHolder,
-  ProviderCredentials,
-  RefreshFailure,
-  Revision,
-  StoredItem,
-  Token,
-} from './ports.js';
-import {
-  afterRecordedFailure,
-  FailureBackoff,
-  failureOf,
-  recentFailure,
-} from './refresh-failure.js';
+import type { ProviderCredentials, StoredItem, Token } from './ports.js';
+import { FailureBackoff, recentFailure } from './refresh-failure.js';
 import { isRevoked } from './revocation.js';
 import {
   outcome,
   type RefreshResult,
   type TokenServiceConfig,
   type TokenServiceDeps,
-  type VendOutcome,
   type VendResult,
 } from './token-service-types.js';
 import { UseMarks } from './use-marks.js';
@@ -58,9 +44,6 @@ export type {
  * again; after this many joins it looks up on its own, so it always progresses.
  */
 const MAX_FLIGHT_JOINS = 3;
-
-/** A lease holder's requests to the provider end this long before its lease does. */
-const LEASE_MARGIN_MS = 500;
 
 /** A mint's expected duration before this instance or the table knows one. */
 export const DEFAULT_EXPECTED_MINT_MS = 100;
@@ -90,16 +73,13 @@ export class TokenService {
   readonly #maxWaitMs: number;
   readonly #expectedMintMs: number;
   readonly #pollMaxMs: number;
-  /** How long this instance's last mint took (ms), for waiters without a stored figure. */
-  #lastMintMs: number | undefined;
   readonly #failureBackoffMs: number;
   readonly #backoff: FailureBackoff;
   readonly #degraded: DegradedMode;
   readonly #items: ItemReader;
   readonly #useMarks: UseMarks;
   readonly #firstLook: FirstLook;
-  /** The end of this instance's last lease attempt: see #leaseEnd. */
-  #lastLeaseEnd = 0;
+  readonly #leases: Leases;
 
   constructor(deps: TokenServiceDeps, config: TokenServiceConfig = {}) {
     this.#deps = deps;
@@ -117,8 +97,13 @@ export class TokenService {
       failureBackoffMs: this.#failureBackoffMs,
     });
     this.#useMarks = new UseMarks(deps.store, deps.logger);
+    this.#leases = new Leases(
+      deps,
+      { l1: this.#l1, useMarks: this.#useMarks },
+      { leaseMs: this.#leaseMs, failureBackoffMs: this.#failureBackoffMs },
+    );
     this.#firstLook = new FirstLook(deps, {
-      leaseEnd: (nowMs) => this.#leaseEnd(nowMs),
+      leaseEnd: (nowMs) => this.#leases.end(nowMs),
       maxWaitMs: this.#maxWaitMs,
       pollMaxMs: this.#pollMaxMs,
     });
@@ -204,9 +189,9 @@ export class TokenService {
     if (dueWithinSeconds !== undefined && this.#backoff.check(key, item?.failure, nowMs)) {
       return { status: 'busy' };
     }
-    const leaseUntilMs = await this.#tryLease(key, nowMs, view.revision);
+    const leaseUntilMs = await this.#leases.take(key, nowMs, view.revision);
     if (leaseUntilMs === undefined) return { status: 'busy' };
-    const { token } = await this.#mintUnderLease(
+    const { token } = await this.#leases.mintUnder(
       { key, untilMs: leaseUntilMs },
       scope,
       view.credentials,
@@ -239,7 +224,7 @@ export class TokenService {
       return await this.#fromShared(key, scope, minTtl, credentials, revoked);
     } catch (error) {
       if (error instanceof StoreUnavailableError) {
-        this.#storeFailed('read', error);
+        storeFailed(this.#deps, 'read', error);
         return { result: await this.#degraded.serve(key, scope, minTtl, credentials, revoked) };
       }
       throw error;
@@ -257,7 +242,7 @@ export class TokenService {
     if (look.leased) {
       // There was no item: this lookup created it, holding the lease.
       return {
-        result: await this.#mintUnderLease(
+        result: await this.#leases.mintUnder(
           { key, untilMs: look.untilMs },
           scope,
           look.credentials,
@@ -295,13 +280,13 @@ export class TokenService {
       if (current) return current;
       throw backOff;
     }
-    // A lease this read shows held is one #tryLease's condition would refuse
+    // A lease this read shows held is one the lease condition would refuse
     // (judged the same way, on this clock): no attempt, straight to waiting.
     const held = item?.leaseUntil !== undefined && item.leaseUntil >= nowMs - MAX_CLOCK_SKEW_MS;
-    const leaseUntilMs = held ? undefined : await this.#tryLease(key, nowMs, view.revision);
+    const leaseUntilMs = held ? undefined : await this.#leases.take(key, nowMs, view.revision);
     if (leaseUntilMs !== undefined) {
       const lease = { key, untilMs: leaseUntilMs };
-      const refreshing = this.#mintUnderLease(lease, scope, view.credentials, servable, minTtl, {
+      const refreshing = this.#leases.mintUnder(lease, scope, view.credentials, servable, minTtl, {
         replacesRevoked: reported,
         forVend: true,
       });
@@ -314,7 +299,7 @@ export class TokenService {
     if (current) return current;
     const watch = new LeaseWatch(item, readAtMs, this.#leaseMs);
     const schedule = new PollSchedule({
-      expectedMintMs: item?.token?.mintMs ?? this.#lastMintMs ?? this.#expectedMintMs,
+      expectedMintMs: item?.token?.mintMs ?? this.#leases.lastMintMs ?? this.#expectedMintMs,
       maxDelayMs: this.#pollMaxMs,
       random: this.#deps.random,
     });
@@ -337,80 +322,6 @@ export class TokenService {
       scope: scope ?? 'unscoped',
     });
     return { token: servable, outcome: outcome('l2', { degraded: true }) };
-  }
-
-  /**
-   * Mints under `lease` (this instance's, on `key`, until `untilMs` on this
-   * clock) and stores the token. Every request to the provider is answered,
-   * or given up, half a second before the lease runs out, counted from when
-   * it was written and not from when its answer came: waiters take the lease
-   * over once it has run out, and a request still out then could mint twice.
-   */
-  async #mintUnderLease(
-    lease: { readonly key: string; readonly untilMs: number },
-    scope: string | undefined,
-    credentials: ProviderCredentials,
-    servable: Token | undefined,
-    minTtl: number,
-    options: { flags?: Partial<VendOutcome>; replacesRevoked?: boolean; forVend?: boolean } = {},
-  ): Promise<VendResult> {
-    const { key } = lease;
-    const owner = this.#deps.instanceId;
-    const flags = options.flags ?? {};
-    let token: Token;
-    try {
-      const startedMs = this.#deps.clock.now();
-      const minted = await this.#mint(scope, credentials, lease.untilMs - LEASE_MARGIN_MS);
-      // A duration on this instance's own clock: waiters shape their polls by it.
-      const mintMs = Math.max(0, this.#deps.clock.now() - startedMs);
-      this.#lastMintMs = mintMs;
-      token = { ...minted, mintMs, ...(options.replacesRevoked ? { replacesRevoked: true } : {}) };
-    } catch (error) {
-      await this.#release(key, failureOf(error, this.#deps.clock.now()));
-      if (servable && isServable(servable, minTtl, this.#now())) {
-        this.#deps.logger.warn('refresh failed; serving the current token', {
-          scope: scope ?? 'unscoped',
-          error: describe(error),
-        });
-        return { token: servable, outcome: outcome('l2', flags) };
-      }
-      throw afterRecordedFailure(error, this.#failureBackoffMs);
-    }
-    let degraded = flags.degraded ?? false;
-    try {
-      const sealed = await this.#deps.sealer.seal(token.accessToken, key);
-      const { accessToken: _, ...meta } = token;
-      // Minted for a vend: the store marks the scope used in the same write
-      // (use-marks.ts), so neither this vend nor the waiters that read the
-      // item write a mark of their own. A refresh nobody vended marks nothing.
-      const usedAt = options.forVend ? Math.max(this.#now(), token.issuedAt) : undefined;
-      const stored = await this.#deps.store.putToken(
-        key,
-        { ...meta, sealed },
-        owner,
-        usedAt === undefined ? {} : { usedAt },
-      );
-      if (stored && usedAt !== undefined) this.#useMarks.seen(key, { lastUsedAt: usedAt });
-      if (!stored) {
-        this.#deps.logger.warn('lease was taken over before the new token was stored', {
-          scope: scope ?? 'unscoped',
-        });
-      }
-    } catch (error) {
-      // Sealing or storing failed: serve the token, and free the lease for others.
-      this.#storeFailed('store token', error);
-      degraded = true;
-      await this.#release(key);
-    }
-    this.#l1.set(key, token, this.#now());
-    return {
-      token,
-      outcome: outcome('provider', {
-        ...flags,
-        degraded,
-        refreshed: servable !== undefined || flags.refreshed === true,
-      }),
-    };
   }
 
   /**
@@ -470,11 +381,11 @@ export class TokenService {
       if (seen.lease !== 'held') {
         // The holder died or gave up: take over (unless a token just appeared).
         const holder = seen.lease === 'stale' ? seen.holder : undefined;
-        const untilMs = await this.#tryLease(key, clock.now(), view.revision, holder);
+        const untilMs = await this.#leases.take(key, clock.now(), view.revision, holder);
         if (untilMs !== undefined) {
           this.#deps.count?.('LeaseTakeovers');
           this.#deps.logger.warn('took over an expired lease', { scope: scope ?? 'unscoped' });
-          return this.#mintUnderLease(
+          return this.#leases.mintUnder(
             { key, untilMs },
             scope,
             view.credentials,
@@ -494,71 +405,6 @@ export class TokenService {
       'Timed out waiting for another instance to refresh the token.',
       2,
     );
-  }
-
-  /**
-   * Takes this instance's lease on `key` if it is free, ran out longer ago than
-   * clocks may disagree, or is `holder` (watched unchanged for a lease period),
-   * and, given `seenRevision`, only while the stored token is still the one read.
-   * Answers when the lease taken runs out (this clock), or undefined when not taken.
-   */
-  async #tryLease(
-    key: string,
-    nowMs: number,
-    seenRevision?: Revision,
-    holder?: LeaseHolder,
-  ): Promise<number | undefined> {
-    const untilMs = this.#leaseEnd(nowMs);
-    try {
-      const taken = await this.#deps.store.tryAcquireLease(
-        key,
-        this.#deps.instanceId,
-        nowMs,
-        untilMs,
-        seenRevision,
-        { ranOutBeforeMs: nowMs - MAX_CLOCK_SKEW_MS, ...(holder ? { holder } : {}) },
-      );
-      return taken ? untilMs : undefined;
-    } catch (error) {
-      // Throttled: the item is hot, most likely with others after the same
-      // lease. Not taken; this caller waits like any other (see #waitForRefresh).
-      if (error instanceof StoreUnavailableError && error.throttled) return undefined;
-      throw error;
-    }
-  }
-
-  /**
-   * When a lease attempted at `nowMs` runs out: one lease period later, and
-   * never the same end twice in this instance. The stores take a refusal that
-   * shows the caller's own owner and end for its own applied write (a lost
-   * answer), so two attempts of one instance in one millisecond (a refresh
-   * beside a vend, or a caller that stopped joining a flight) must differ.
-   */
-  #leaseEnd(nowMs: number): number {
-    this.#lastLeaseEnd = Math.max(nowMs + this.#leaseMs, this.#lastLeaseEnd + 1);
-    return this.#lastLeaseEnd;
-  }
-
-  /** Gives the lease up; a store failure here only delays others until the lease runs out. */
-  async #release(key: string, failure?: RefreshFailure): Promise<void> {
-    try {
-      await this.#deps.store.releaseLease(key, this.#deps.instanceId, failure);
-    } catch (error) {
-      this.#storeFailed('release lease', error);
-    }
-  }
-
-  /** Mints upstream (mint-token.ts: the 401 re-read included). */
-  #mint(scope: string | undefined, credentials: ProviderCredentials, deadlineMs: number) {
-    return mintToken(this.#deps, scope, credentials, deadlineMs);
-  }
-
-  #storeFailed(operation: string, error: unknown): void {
-    this.#deps.count?.('Degraded');
-    this.#deps.logger.warn('token store unavailable; serving degraded', {
-      operation,
-      error: describe(error),
-    });
   }
 
   #now(): number {
