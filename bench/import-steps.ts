@@ -21,7 +21,7 @@ const SDK = `import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { KMSClient } from '@aws-sdk/client-kms';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';`;
 // The options functions/vend-token/aws-runtime.ts creates its clients with.
-const CREATED = `const fast = { maxAttempts: 2, requestHandler: { requestTimeout: 1000, connectionTimeout: 500 } };
+const CREATED = `const fast = { maxAttempts: 2, requestHandler: { requestTimeout: 1000, connectionTimeout: 500, throwOnRequestTimeout: true } };
 export const clients = [new DynamoDBClient(fast), new KMSClient(fast), new SecretsManagerClient(fast)];`;
 const POWERTOOLS = `import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';

@@ -49,7 +49,12 @@ export function countingClient(world: Pick<World, 'endpoint' | 'sockets'>): Coun
     // As the functions configure it (aws-runtime.ts), but with longer timeouts:
     // DynamoDB Local, sharing two cores with the bench, is slower than DynamoDB to answer.
     maxAttempts: 2,
-    requestHandler: { requestTimeout: 5000, connectionTimeout: 5000, httpAgent: world.sockets },
+    requestHandler: {
+      requestTimeout: 5000,
+      connectionTimeout: 5000,
+      throwOnRequestTimeout: true,
+      httpAgent: world.sockets,
+    },
   });
   const counts = new Map<string, number>();
   client.middlewareStack.add(

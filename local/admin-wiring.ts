@@ -7,6 +7,7 @@
 import { join, resolve } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { TokenVendingClient } from '../client/index.js';
+import { boundedCalls } from '../functions/adapters/aws-client-options.js';
 import { StaticCredentials } from '../functions/adapters/credentials.js';
 import { DynamoDbKeyJobIndex } from '../functions/adapters/dynamodb-key-job-index.js';
 import { DynamoDbKeyJobStore } from '../functions/adapters/dynamodb-key-job-store.js';
@@ -120,8 +121,7 @@ export function createLocalAdmin(
     endpoint: target.dynamodbEndpoint,
     region: settings.region,
     credentials: LOCAL_AWS_CREDENTIALS,
-    maxAttempts: 2,
-    requestHandler: { connectionTimeout: 1000, requestTimeout: 5000 },
+    ...boundedCalls({ requestTimeoutMs: 5000, connectionTimeoutMs: 1000, maxAttempts: 2 }),
   });
   const store = new DynamoDbTokenStore(dynamodb, settings.vend.tableName);
   const jobs = new DynamoDbKeyJobStore(dynamodb, settings.vend.tableName);

@@ -9,6 +9,7 @@ import {
 } from '../core/policy-source.js';
 import type { CoreLogger } from '../core/token-service-types.js';
 import { appConfigDocumentFetcher } from './appconfig-policy.js';
+import { boundedCalls } from './aws-client-options.js';
 
 export interface PolicyProviderDeps {
   readonly logger: CoreLogger;
@@ -30,10 +31,7 @@ export function policyProviderFor(
   if (settings.kind === 'inline') return inlinePolicy(settings.policy, settings.text, clock.now());
   const client =
     deps.client ??
-    new AppConfigDataClient({
-      maxAttempts: 2,
-      requestHandler: { requestTimeout: 1000, connectionTimeout: 500 },
-    });
+    new AppConfigDataClient(boundedCalls({ requestTimeoutMs: 1000, maxAttempts: 2 }));
   const { application, environment, profile } = settings;
   return new PolicySource({
     fetch: appConfigDocumentFetcher(

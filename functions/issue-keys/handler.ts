@@ -9,6 +9,7 @@ import {
   DEFAULT_TIMEOUT_MS,
   TokenVendingClient,
 } from '../../client/index.js';
+import { boundedCalls } from '../adapters/aws-client-options.js';
 import { DynamoDbKeyJobStore } from '../adapters/dynamodb-key-job-store.js';
 import { KmsEnvelopeSealer } from '../adapters/kms-envelope-sealer.js';
 import { policyProviderFor } from '../adapters/policy-provider.js';
@@ -44,7 +45,7 @@ const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'issue-key
 const count = (metric: string) => metrics.addMetric(metric, MetricUnit.Count, 1);
 const policy = policyProviderFor(policySettings as PolicySettings, { logger, count });
 // A hung AWS call must not hold the run until the Lambda timeout.
-const aws = { requestHandler: { requestTimeout: 5000, connectionTimeout: 1000 } };
+const aws = boundedCalls({ requestTimeoutMs: 5000, connectionTimeoutMs: 1000 });
 
 const job = createKeyIssuingJob(
   {

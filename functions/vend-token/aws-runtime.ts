@@ -3,6 +3,7 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { KMSClient } from '@aws-sdk/client-kms';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { boundedCalls } from '../adapters/aws-client-options.js';
 import { SecretsManagerCredentials } from '../adapters/credentials.js';
 import { DynamoDbTokenStore } from '../adapters/dynamodb-token-store.js';
 import { metricsRecorder } from '../adapters/metrics.js';
@@ -46,17 +47,14 @@ export function createAwsRuntime<T = undefined>(
   const recorder = metricsRecorder(metrics);
   // Short timeouts: a hung AWS call must not hold a vend; DynamoDB failures fall
   // back to degraded mode, KMS and Secrets Manager ones to cached values.
-  const fast = { maxAttempts: 2, requestHandler: { requestTimeout: 1000, connectionTimeout: 500 } };
+  const fast = boundedCalls({ requestTimeoutMs: 1000, maxAttempts: 2 });
   const store = new DynamoDbTokenStore(new DynamoDBClient(fast), settings.tableName);
   const policy = policyProviderFor(settings.policy, { logger, count: recorder.count });
   const runtime = createVendRuntime({
     store,
     sealer: new KmsSealer(new KMSClient(fast), kmsKeyId),
     credentials: new SecretsManagerCredentials({
-      client: new SecretsManagerClient({
-        ...fast,
-        requestHandler: { requestTimeout: 2000, connectionTimeout: 500 },
-      }),
+      client: new SecretsManagerClient(boundedCalls({ requestTimeoutMs: 2000, maxAttempts: 2 })),
       secretId: secretArn,
       logger,
     }),

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { DeleteItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { DecryptCommand, EncryptCommand, KMSClient } from '@aws-sdk/client-kms';
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
@@ -162,6 +164,28 @@ describe('vend-token Lambda handler', () => {
       expect(sim.stats.tokenRequests).toBe(requestsBefore);
     });
   });
+
+  it('serves degraded when DynamoDB accepts connections and never answers: each call ends at its timeout', async () => {
+    // Regression (review): the SDK's requestTimeout only logged a warning
+    // (throwOnRequestTimeout was not set), so a hung DynamoDB hung every vend
+    // until the Lambda timeout instead of turning into degraded service.
+    const hung = createServer((request) => request.resume());
+    await new Promise<void>((ready) => hung.listen(0, '127.0.0.1', ready));
+    const { port } = hung.address() as AddressInfo;
+    process.env.AWS_ENDPOINT_URL_DYNAMODB = `http://127.0.0.1:${port}`;
+    try {
+      const { handler } = await import('../../functions/vend-token/handler.js');
+
+      const result = await handler(urlEvent({ query: 'scope=ba_demo_1' }), context);
+
+      const answer = result as { statusCode: number; body: string };
+      expect(answer.statusCode).toBe(200);
+      expect(JSON.parse(answer.body).access_token).toEqual(expect.any(String));
+    } finally {
+      hung.closeAllConnections();
+      hung.close();
+    }
+  }, 15_000);
 
   it('refuses to start with an access policy naming an unlisted scope', async () => {
     process.env.ACCESS_POLICY = JSON.stringify({

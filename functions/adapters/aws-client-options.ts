@@ -1,0 +1,28 @@
+/**
+ * Options for an AWS SDK client whose calls must end: a hung call must not
+ * hold a vend (or a job) until the Lambda timeout, and a DynamoDB that stops
+ * answering must turn into degraded service, not into hung vends.
+ *
+ * `throwOnRequestTimeout`: in `@smithy/node-http-handler` 4.x a breach of
+ * `requestTimeout` is only logged as a warning unless this is set ("Because
+ * requestTimeout was for a long time incorrectly being set as a socket idle
+ * timeout, users must also opt-in for request timeout thrown errors",
+ * `NodeHttpHandlerOptions` in `@smithy/types`).
+ */
+export function boundedCalls(limits: {
+  /** Each attempt, milliseconds. */
+  readonly requestTimeoutMs: number;
+  /** Opening a connection, milliseconds. Default 500. */
+  readonly connectionTimeoutMs?: number;
+  /** Attempts in all (the SDK's default is 3). */
+  readonly maxAttempts?: number;
+}) {
+  return {
+    ...(limits.maxAttempts === undefined ? {} : { maxAttempts: limits.maxAttempts }),
+    requestHandler: {
+      requestTimeout: limits.requestTimeoutMs,
+      connectionTimeout: limits.connectionTimeoutMs ?? 500,
+      throwOnRequestTimeout: true,
+    },
+  };
+}
