@@ -129,6 +129,8 @@ export class SecretsManagerCredentials implements CredentialsSource {
   #reading: Promise<ProviderCredentials> | undefined;
   /** The cached value could not be parsed: the next read fetches the secret again. */
   #cachedUnusable = false;
+  /** Forced reads asked and not yet answered. */
+  #forcing = 0;
 
   constructor(options: {
     client: SecretsManagerClient;
@@ -152,10 +154,18 @@ export class SecretsManagerCredentials implements CredentialsSource {
    * Concurrent plain reads share one: a cold instance's first vends, or the
    * scheduled refresh's scopes, would otherwise each fetch the secret, as
    * Powertools' cache does not join reads in flight. A forced read is never
-   * shared: it needs a value fetched after it was asked.
+   * shared: it needs a value fetched after it was asked. While one is under
+   * way, a plain read answers with the value in use rather than queue behind
+   * its fetch (every vend reads the secret, L1 hits included).
    */
   get(options: { forceRefresh?: boolean } = {}): Promise<ProviderCredentials> {
-    if (options.forceRefresh === true) return this.#queued(() => this.#read(true));
+    if (options.forceRefresh === true) {
+      this.#forcing++;
+      return this.#queued(() => this.#read(true)).finally(() => {
+        this.#forcing--;
+      });
+    }
+    if (this.#forcing > 0 && this.#last) return Promise.resolve(this.#last);
     this.#reading ??= this.#queued(() => this.#read(false)).finally(() => {
       this.#reading = undefined;
     });
@@ -205,7 +215,10 @@ export class SecretsManagerCredentials implements CredentialsSource {
         cause: error,
       });
     }
-    if (raw !== undefined && raw === this.#lastRaw && this.#last) return this.#last;
+    if (raw !== undefined && raw === this.#lastRaw && this.#last) {
+      this.#cachedUnusable = false;
+      return this.#last;
+    }
     let credentials: ProviderCredentials;
     try {
       credentials = parseSecret(raw);

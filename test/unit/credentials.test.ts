@@ -180,6 +180,40 @@ describe('SecretsManagerCredentials', () => {
     expect(await plain).toEqual({ ...V1, version: 'ver-1' });
   });
 
+  it('a plain read asked while a forced read is under way answers at once with the value in use', async () => {
+    // Regression (review): plain reads queued behind a forced read, so one
+    // slow re-read (a version check, or after a 401) held every vend, L1 hits included.
+    sm.on(GetSecretValueCommand)
+      .resolvesOnce(secretValue(V1, 'ver-1'))
+      .callsFake(() => new Promise(() => undefined)); // the re-read never answers
+    const credentials = source();
+    await credentials.get();
+
+    void credentials.get({ forceRefresh: true }).catch(() => undefined);
+    const plain = await credentials.get();
+
+    expect(plain).toEqual({ ...V1, version: 'ver-1' });
+  });
+
+  it('after a rotation to an unusable secret is rolled back, reads are served from the cache again', async () => {
+    // Regression (review): the rolled-back value equalled the one in use, and
+    // that path left "fetch again" set: every read fetched the secret.
+    sm.on(GetSecretValueCommand)
+      .resolvesOnce(secretValue(V1, 'ver-1'))
+      .resolvesOnce({ SecretString: 'not json', VersionId: 'ver-bad' })
+      .resolves(secretValue(V1, 'ver-1'));
+    const credentials = source();
+    await credentials.get();
+    vi.setSystemTime(START.getTime() + 301_000);
+    await credentials.get(); // the unusable value: the last good one is kept
+    vi.setSystemTime(START.getTime() + 332_000);
+    await credentials.get(); // fetched again: the rolled-back value
+
+    for (let i = 0; i < 5; i++) await credentials.get();
+
+    expect(sm).toHaveReceivedCommandTimes(GetSecretValueCommand, 3);
+  });
+
   it('a cold instance fetches an unusable secret again on its next read, so a fix is seen at once', async () => {
     // Regression (review): Powertools cached the unusable value, and each read
     // parsed it again and failed until its 5-minute max age.
