@@ -60,6 +60,9 @@ export async function mintToken(
     ) {
       throw error;
     }
+    // The re-read took the time left under the lease: the rejection stands,
+    // rather than a "no time left" that would hide it.
+    if (deps.clock.now() >= deadlineMs) throw error;
     deps.logger.info('provider rejected the credentials; retrying with the re-read secret', {
       scope: scope ?? 'unscoped',
       credentialsVersion: reread.version,

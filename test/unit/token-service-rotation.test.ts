@@ -249,4 +249,20 @@ describe('secret re-read after the provider answers 401', () => {
       expect(t.provider.state.mints).toBe(1);
     },
   );
+
+  it('answers upstream_credentials_rejected, without a second attempt, when the re-read used up the lease', async () => {
+    const t = setup();
+    const secret = new SecretCache(V2, V1);
+    const read = secret.get.bind(secret);
+    secret.get = async (options) => {
+      if (options?.forceRefresh) t.clock.advance(10); // a slow re-read: the lease is over
+      return read(options);
+    };
+    const service = t.instance('i', secret, rejectingAllBut(t, 'v2'));
+
+    const error = await service.getToken('ba_1', 300).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(UpstreamCredentialsRejectedError);
+    expect(t.provider.state.mints).toBe(1);
+  });
 });
