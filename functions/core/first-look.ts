@@ -1,4 +1,5 @@
 import { StoreUnavailableError } from './errors.js';
+import type { HeldLease } from './leases.js';
 import { jittered, MIN_POLL_STEP_MS } from './poll-schedule.js';
 import type { ProviderCredentials, StoredItem } from './ports.js';
 import type { TokenServiceDeps } from './token-service-types.js';
@@ -8,8 +9,8 @@ export type FirstLookResult =
   | {
       readonly leased: true;
       readonly credentials: ProviderCredentials;
-      /** When the lease taken runs out, on this instance's clock. */
-      readonly untilMs: number;
+      /** The lease taken. */
+      readonly lease: HeldLease;
     }
   | { readonly leased: false; readonly item: StoredItem | undefined };
 
@@ -57,7 +58,8 @@ export class FirstLook {
       try {
         const look = await store.leaseIfAbsent(key, instanceId, nowMs, untilMs);
         this.#seen.add(key);
-        return look.leased ? { leased: true, credentials: known, untilMs } : look;
+        const lease = { key, takenAtMs: nowMs, untilMs };
+        return look.leased ? { leased: true, credentials: known, lease } : look;
       } catch (error) {
         // Throttled: the item is hot, so it most likely exists. Look again
         // with reads, of which a partition serves three times as many as

@@ -18,9 +18,13 @@ import type { UseMarks } from './use-marks.js';
 /** A lease holder's requests to the provider end this long before its lease does. */
 const LEASE_MARGIN_MS = 500;
 
-/** One lease this instance holds: on `key`, until `untilMs` on this instance's clock. */
+/**
+ * One lease this instance holds: on `key`, written at `takenAtMs` (sent then)
+ * to end at `untilMs`, both on this instance's clock.
+ */
 export interface HeldLease {
   readonly key: string;
+  readonly takenAtMs: number;
   readonly untilMs: number;
 }
 
@@ -73,14 +77,14 @@ export class Leases {
    * Takes this instance's lease on `key` if it is free, ran out longer ago than
    * clocks may disagree, or is `holder` (watched unchanged for a lease period),
    * and, given `seenRevision`, only while the stored token is still the one read.
-   * Answers when the lease taken runs out (this clock), or undefined when not taken.
+   * Answers the lease taken, or undefined when not taken.
    */
   async take(
     key: string,
     nowMs: number,
     seenRevision?: Revision,
     holder?: LeaseHolder,
-  ): Promise<number | undefined> {
+  ): Promise<HeldLease | undefined> {
     const untilMs = this.end(nowMs);
     try {
       const taken = await this.#deps.store.tryAcquireLease(
@@ -91,7 +95,7 @@ export class Leases {
         seenRevision,
         { ranOutBeforeMs: nowMs - MAX_CLOCK_SKEW_MS, ...(holder ? { holder } : {}) },
       );
-      return taken ? untilMs : undefined;
+      return taken ? { key, takenAtMs: nowMs, untilMs } : undefined;
     } catch (error) {
       // Throttled: the item is hot, most likely with others after the same
       // lease. Not taken; this caller waits like any other (see TokenService).
@@ -147,7 +151,11 @@ export class Leases {
     let token: Token;
     try {
       const startedMs = this.#deps.clock.now();
-      const minted = await this.#mint(scope, credentials, lease.untilMs - LEASE_MARGIN_MS);
+      // Not past one lease period from the write either: an end pushed later
+      // (two attempts in one millisecond, or a clock stepped back) is not
+      // what waiters count; they take over a lease period after seeing it.
+      const endMs = Math.min(lease.untilMs, lease.takenAtMs + this.#leaseMs);
+      const minted = await this.#mint(scope, credentials, endMs - LEASE_MARGIN_MS);
       // A duration on this instance's own clock: waiters shape their polls by it.
       const mintMs = Math.max(0, this.#deps.clock.now() - startedMs);
       this.#lastMintMs = mintMs;

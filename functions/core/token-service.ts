@@ -189,15 +189,9 @@ export class TokenService {
     if (dueWithinSeconds !== undefined && this.#backoff.check(key, item?.failure, nowMs)) {
       return { status: 'busy' };
     }
-    const leaseUntilMs = await this.#leases.take(key, nowMs, view.revision);
-    if (leaseUntilMs === undefined) return { status: 'busy' };
-    const { token } = await this.#leases.mintUnder(
-      { key, untilMs: leaseUntilMs },
-      scope,
-      view.credentials,
-      undefined,
-      0,
-    );
+    const lease = await this.#leases.take(key, nowMs, view.revision);
+    if (lease === undefined) return { status: 'busy' };
+    const { token } = await this.#leases.mintUnder(lease, scope, view.credentials, undefined, 0);
     return { status: 'refreshed', expiresAt: token.expiresAt };
   }
 
@@ -243,7 +237,7 @@ export class TokenService {
       // There was no item: this lookup created it, holding the lease.
       return {
         result: await this.#leases.mintUnder(
-          { key, untilMs: look.untilMs },
+          look.lease,
           scope,
           look.credentials,
           undefined,
@@ -283,9 +277,8 @@ export class TokenService {
     // A lease this read shows held is one the lease condition would refuse
     // (judged the same way, on this clock): no attempt, straight to waiting.
     const held = item?.leaseUntil !== undefined && item.leaseUntil >= nowMs - MAX_CLOCK_SKEW_MS;
-    const leaseUntilMs = held ? undefined : await this.#leases.take(key, nowMs, view.revision);
-    if (leaseUntilMs !== undefined) {
-      const lease = { key, untilMs: leaseUntilMs };
+    const lease = held ? undefined : await this.#leases.take(key, nowMs, view.revision);
+    if (lease !== undefined) {
       const refreshing = this.#leases.mintUnder(lease, scope, view.credentials, servable, minTtl, {
         replacesRevoked: reported,
         forVend: true,
@@ -381,23 +374,16 @@ export class TokenService {
       if (seen.lease !== 'held') {
         // The holder died or gave up: take over (unless a token just appeared).
         const holder = seen.lease === 'stale' ? seen.holder : undefined;
-        const untilMs = await this.#leases.take(key, clock.now(), view.revision, holder);
-        if (untilMs !== undefined) {
+        const lease = await this.#leases.take(key, clock.now(), view.revision, holder);
+        if (lease !== undefined) {
           this.#deps.count?.('LeaseTakeovers');
           this.#deps.logger.warn('took over an expired lease', { scope: scope ?? 'unscoped' });
-          return this.#leases.mintUnder(
-            { key, untilMs },
-            scope,
-            view.credentials,
-            undefined,
-            minTtl,
-            {
-              flags: { waited: true },
-              forVend: true,
-              replacesRevoked:
-                view.token !== undefined && isRevoked(view.token, revoked, this.#now()),
-            },
-          );
+          return this.#leases.mintUnder(lease, scope, view.credentials, undefined, minTtl, {
+            flags: { waited: true },
+            forVend: true,
+            replacesRevoked:
+              view.token !== undefined && isRevoked(view.token, revoked, this.#now()),
+          });
         }
       }
     }
