@@ -69,6 +69,13 @@ function sameRevision(seen: Revision, values: Item): string {
   return parts.join(' AND ');
 }
 
+/** The condition that `:owner` holds the lease (given an end, that very lease, `:leaseUntil`). */
+function theLease(leaseUntil: number | undefined): string {
+  return leaseUntil === undefined
+    ? 'lease_owner = :owner'
+    : 'lease_owner = :owner AND lease_until = :leaseUntil';
+}
+
 /**
  * Maps an item to the core's shape; an item with a broken token part has no
  * token, and attributes of the wrong type (a hand edit, an older schema) are
@@ -275,7 +282,7 @@ export class DynamoDbTokenStore implements TokenStore {
     pk: string,
     token: NonNullable<StoredItem['token']>,
     owner: string,
-    options: { readonly usedAt?: number } = {},
+    options: { readonly usedAt?: number; readonly leaseUntil?: number } = {},
   ): Promise<boolean> {
     const values: Item = {
       ':sealed': { B: token.sealed },
@@ -319,13 +326,14 @@ export class DynamoDbTokenStore implements TokenStore {
       set.push('last_used_at = :used');
       values[':used'] = num(options.usedAt);
     }
+    if (options.leaseUntil !== undefined) values[':leaseUntil'] = num(options.leaseUntil);
     return this.#conditional('UpdateItem', () =>
       this.#client.send(
         new UpdateItemCommand({
           TableName: this.#table,
           Key: { pk: { S: pk } },
           UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}`,
-          ConditionExpression: 'lease_owner = :owner',
+          ConditionExpression: theLease(options.leaseUntil),
           ExpressionAttributeNames: { '#ttl': 'ttl', '#scope': 'scope' },
           ExpressionAttributeValues: values,
         }),
@@ -333,7 +341,12 @@ export class DynamoDbTokenStore implements TokenStore {
     );
   }
 
-  async releaseLease(pk: string, owner: string, failure?: RefreshFailure): Promise<void> {
+  async releaseLease(
+    pk: string,
+    owner: string,
+    failure?: RefreshFailure,
+    leaseUntil?: number,
+  ): Promise<void> {
     await this.#conditional('UpdateItem', () =>
       this.#client.send(
         new UpdateItemCommand({
@@ -342,9 +355,10 @@ export class DynamoDbTokenStore implements TokenStore {
           UpdateExpression: failure
             ? 'SET failed_at = :failed, failed_code = :code REMOVE lease_owner, lease_until'
             : 'REMOVE lease_owner, lease_until',
-          ConditionExpression: 'lease_owner = :owner',
+          ConditionExpression: theLease(leaseUntil),
           ExpressionAttributeValues: {
             ':owner': { S: owner },
+            ...(leaseUntil === undefined ? {} : { ':leaseUntil': num(leaseUntil) }),
             ...(failure ? { ':failed': num(failure.atMs), ':code': { S: failure.code } } : {}),
           },
         }),

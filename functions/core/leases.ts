@@ -117,9 +117,9 @@ export class Leases {
   }
 
   /** Gives the lease up; a store failure here only delays others until the lease runs out. */
-  async release(key: string, failure?: RefreshFailure): Promise<void> {
+  async release(lease: HeldLease, failure?: RefreshFailure): Promise<void> {
     try {
-      await this.#deps.store.releaseLease(key, this.#deps.instanceId, failure);
+      await this.#deps.store.releaseLease(lease.key, this.#deps.instanceId, failure, lease.untilMs);
     } catch (error) {
       storeFailed(this.#deps, 'release lease', error);
     }
@@ -161,7 +161,7 @@ export class Leases {
       this.#lastMintMs = mintMs;
       token = { ...minted, mintMs, ...(options.replacesRevoked ? { replacesRevoked: true } : {}) };
     } catch (error) {
-      await this.release(key, failureOf(error, this.#deps.clock.now()));
+      await this.release(lease, failureOf(error, this.#deps.clock.now()));
       if (servable && isServable(servable, minTtl, epochSeconds(this.#deps.clock))) {
         this.#deps.logger.warn('refresh failed; serving the current token', {
           scope: scope ?? 'unscoped',
@@ -181,12 +181,10 @@ export class Leases {
       const usedAt = options.forVend
         ? Math.max(epochSeconds(this.#deps.clock), token.issuedAt)
         : undefined;
-      const stored = await this.#deps.store.putToken(
-        key,
-        { ...meta, sealed },
-        owner,
-        usedAt === undefined ? {} : { usedAt },
-      );
+      const stored = await this.#deps.store.putToken(key, { ...meta, sealed }, owner, {
+        leaseUntil: lease.untilMs,
+        ...(usedAt === undefined ? {} : { usedAt }),
+      });
       if (stored && usedAt !== undefined) this.#useMarks.seen(key, { lastUsedAt: usedAt });
       if (!stored) {
         this.#deps.logger.warn('lease was taken over before the new token was stored', {
@@ -197,7 +195,7 @@ export class Leases {
       // Sealing or storing failed: serve the token, and free the lease for others.
       storeFailed(this.#deps, 'store token', error);
       degraded = true;
-      await this.release(key);
+      await this.release(lease);
     }
     this.#l1.set(key, token, epochSeconds(this.#deps.clock));
     return {

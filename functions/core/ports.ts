@@ -155,8 +155,10 @@ export interface TokenStore {
    */
   leaseIfAbsent(pk: string, owner: string, nowMs: number, untilMs: number): Promise<FirstLook>;
   /**
-   * Stores a freshly minted token and clears the lease if `owner` still holds it.
-   * Returns false (and writes nothing) when another owner took the lease over.
+   * Stores a freshly minted token and clears the lease if `owner` still holds
+   * it (and, given `leaseUntil`, still that very lease: one the same owner
+   * took over meanwhile is another). Returns false (and writes nothing) when
+   * the lease was taken over.
    * `usedAt`: the token is minted for a vend, so the same write marks the scope
    * used then (`lastUsedAt`), sparing the vend and its waiters a mark each.
    */
@@ -164,10 +166,18 @@ export interface TokenStore {
     pk: string,
     token: StoredItem['token'] & object,
     owner: string,
-    options?: { readonly usedAt?: number },
+    options?: { readonly usedAt?: number; readonly leaseUntil?: number },
   ): Promise<boolean>;
-  /** Gives the lease up without a new token, recording the failure when there was one. */
-  releaseLease(pk: string, owner: string, failure?: RefreshFailure): Promise<void>;
+  /**
+   * Gives the lease up without a new token, recording the failure when there
+   * was one; only `owner`'s lease (given `leaseUntil`, only that very lease).
+   */
+  releaseLease(
+    pk: string,
+    owner: string,
+    failure?: RefreshFailure,
+    leaseUntil?: number,
+  ): Promise<void>;
   /**
    * Records that the scope was vended at `atSeconds`, on an item that exists
    * (a missing item is left missing). Never raises `lastUsedAt`'s value back.

@@ -243,6 +243,27 @@ describe.each(stores)('%s store: failures and use marks', (_name, makeStore) => 
     expect(item?.failure).toBeUndefined();
   });
 
+  it('given the lease it names, stores a token or gives the lease up only under that very lease, not a later one of the same owner', async () => {
+    // Regression (review): two lookups of one instance could hold the lease in
+    // turn (a takeover by the same owner); the first one's late release removed the second's.
+    const store = makeStore();
+    await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000);
+    const held = { owner: 'a', untilMs: NOW + 10_000 };
+    await store.tryAcquireLease(PK, 'a', NOW + 10_001, NOW + 20_001, undefined, { holder: held });
+
+    const put = await store.putToken(PK, storedToken(1_800_007_200), 'a', {
+      leaseUntil: NOW + 10_000,
+    });
+    await store.releaseLease(PK, 'a', { atMs: NOW, code: 'upstream_unavailable' }, NOW + 10_000);
+
+    expect(put).toBe(false);
+    expect(await store.get(PK)).toMatchObject({ leaseOwner: 'a', leaseUntil: NOW + 20_001 });
+    expect((await store.get(PK))?.failure).toBeUndefined();
+    expect(
+      await store.putToken(PK, storedToken(1_800_007_200), 'a', { leaseUntil: NOW + 20_001 }),
+    ).toBe(true);
+  });
+
   it('a token stored under the lease clears the failure recorded before it', async () => {
     // Prepare: a refresh failed and was recorded; another caller takes the lease
     const store = makeStore();

@@ -80,11 +80,12 @@ export class MemoryTokenStore implements TokenStore {
     pk: string,
     token: NonNullable<StoredItem['token']>,
     owner: string,
-    options: { readonly usedAt?: number } = {},
+    options: { readonly usedAt?: number; readonly leaseUntil?: number } = {},
   ): Promise<boolean> {
     this.#check();
     const item = this.items.get(pk);
     if (item?.leaseOwner !== owner) return false;
+    if (options.leaseUntil !== undefined && item.leaseUntil !== options.leaseUntil) return false;
     const lastUsedAt = options.usedAt ?? item.lastUsedAt;
     this.items.set(pk, {
       pk,
@@ -95,10 +96,16 @@ export class MemoryTokenStore implements TokenStore {
     return true;
   }
 
-  async releaseLease(pk: string, owner: string, failure?: RefreshFailure): Promise<void> {
+  async releaseLease(
+    pk: string,
+    owner: string,
+    failure?: RefreshFailure,
+    leaseUntil?: number,
+  ): Promise<void> {
     this.#check();
     const item = this.items.get(pk);
     if (item?.leaseOwner !== owner) return;
+    if (leaseUntil !== undefined && item.leaseUntil !== leaseUntil) return;
     const { leaseOwner: _o, leaseUntil: _u, ...rest } = item;
     this.items.set(pk, failure ? { ...rest, failure } : rest);
   }
