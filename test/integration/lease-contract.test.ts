@@ -209,12 +209,14 @@ it.each([
     const failure = () => Object.assign(new Error('injected'), { name });
     const { store } = recording(failure);
 
-    const look = store.leaseIfAbsent(PK, 'b', NOW, NOW + 10_000);
-    const attempt = store.tryAcquireLease(PK, 'b', NOW, NOW + 10_000);
+    const look = () => store.leaseIfAbsent(PK, 'b', NOW, NOW + 10_000);
+    const attempt = () => store.tryAcquireLease(PK, 'b', NOW, NOW + 10_000);
 
+    // One at a time: a call started up front could reject unhandled meanwhile.
     for (const call of [look, attempt]) {
-      await expect(call).rejects.toBeInstanceOf(StoreUnavailableError);
-      await expect(call).rejects.toMatchObject({ throttled });
+      const failed = call();
+      await expect(failed).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(failed).rejects.toMatchObject({ throttled });
     }
   },
 );

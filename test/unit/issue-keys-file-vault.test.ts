@@ -159,8 +159,10 @@ describe('FileKeyVault.has', () => {
     await mkdir(join(other, 'basic-auth', 'ba_1'));
 
     try {
-      for (const check of [blocked.has('ba_1'), vault.has('ba_1')]) {
-        await rejection(check, KeyVaultUnavailableError);
+      // Each check starts only once the one before is handled: a second check
+      // started up front could reject while the first is awaited, unhandled.
+      for (const check of [() => blocked.has('ba_1'), () => vault.has('ba_1')]) {
+        await rejection(check(), KeyVaultUnavailableError);
       }
     } finally {
       await rm(other, { recursive: true, force: true });
