@@ -53,6 +53,7 @@ export function countingClient(world: Pick<World, 'endpoint' | 'sockets'>): Coun
       requestTimeout: 5000,
       connectionTimeout: 5000,
       throwOnRequestTimeout: true,
+      socketTimeout: 5000,
       httpAgent: world.sockets,
     },
   });

@@ -3,11 +3,14 @@
  * hold a vend (or a job) until the Lambda timeout, and a DynamoDB that stops
  * answering must turn into degraded service, not into hung vends.
  *
- * `throwOnRequestTimeout`: in `@smithy/node-http-handler` 4.x a breach of
- * `requestTimeout` is only logged as a warning unless this is set ("Because
- * requestTimeout was for a long time incorrectly being set as a socket idle
- * timeout, users must also opt-in for request timeout thrown errors",
- * `NodeHttpHandlerOptions` in `@smithy/types`).
+ * - `throwOnRequestTimeout`: in `@smithy/node-http-handler` 4.x a breach of
+ *   `requestTimeout` is only logged as a warning unless this is set ("Because
+ *   requestTimeout was for a long time incorrectly being set as a socket idle
+ *   timeout, users must also opt-in for request timeout thrown errors",
+ *   `NodeHttpHandlerOptions` in `@smithy/types`).
+ * - `socketTimeout`: that timer stops once the response headers arrive; a
+ *   body that stalls after them is ended only by a socket idle timeout
+ *   (the SDK's default is 300 s), set here to the same bound.
  */
 export function boundedCalls(limits: {
   /** Each attempt, milliseconds. */
@@ -23,6 +26,7 @@ export function boundedCalls(limits: {
       requestTimeout: limits.requestTimeoutMs,
       connectionTimeout: limits.connectionTimeoutMs ?? 500,
       throwOnRequestTimeout: true,
+      socketTimeout: limits.requestTimeoutMs,
     },
   };
 }
