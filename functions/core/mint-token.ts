@@ -1,5 +1,9 @@
 import { type Clock, epochSeconds } from './clock.js';
-import { CredentialsUnavailableError, UpstreamCredentialsRejectedError } from './errors.js';
+import {
+  CredentialsUnavailableError,
+  UpstreamCredentialsRejectedError,
+  UpstreamUnavailableError,
+} from './errors.js';
 import type { CredentialsSource, ProviderCredentials, Token } from './ports.js';
 import type { CoreLogger, CoreMetric, Minter } from './token-service-types.js';
 
@@ -60,9 +64,16 @@ export async function mintToken(
     ) {
       throw error;
     }
-    // The re-read took the time left under the lease: the rejection stands,
-    // rather than a "no time left" that would hide it.
-    if (deps.clock.now() >= deadlineMs) throw error;
+    // The re-read found a new secret but took the time left under the lease:
+    // not a rejection of the new secret (it was never tried), and a recorded
+    // rejection would answer 502 fleet-wide for the back-off. Try again soon.
+    if (deps.clock.now() >= deadlineMs) {
+      throw new UpstreamUnavailableError(
+        'The provider rejected the previous secret; the new one could not be tried in time.',
+        1,
+        { cause: error },
+      );
+    }
     deps.logger.info('provider rejected the credentials; retrying with the re-read secret', {
       scope: scope ?? 'unscoped',
       credentialsVersion: reread.version,

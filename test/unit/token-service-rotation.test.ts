@@ -250,7 +250,9 @@ describe('secret re-read after the provider answers 401', () => {
     },
   );
 
-  it('answers upstream_credentials_rejected, without a second attempt, when the re-read used up the lease', async () => {
+  it('answers a retryable upstream_unavailable, without a second attempt, when a re-read that found a new secret used up the lease', async () => {
+    // Regression (review): it answered the rejection of the old secret, which
+    // was recorded and answered 502 to every instance (the new secret included).
     const t = setup();
     const secret = new SecretCache(V2, V1);
     const read = secret.get.bind(secret);
@@ -262,7 +264,12 @@ describe('secret re-read after the provider answers 401', () => {
 
     const error = await service.getToken('ba_1', 300).catch((e: unknown) => e);
 
-    expect(error).toBeInstanceOf(UpstreamCredentialsRejectedError);
+    expect(error).toBeInstanceOf(UpstreamUnavailableError);
+    expect(error).toMatchObject({ status: 503 });
     expect(t.provider.state.mints).toBe(1);
+    // Another instance, already on the new secret, is not answered 502 for the back-off.
+    const other = t.instance('j', new SecretCache(V2), rejectingAllBut(t, 'v2'));
+    const failure = await other.getToken('ba_1', 300).catch((e: unknown) => e);
+    expect(failure).not.toBeInstanceOf(UpstreamCredentialsRejectedError);
   });
 });
