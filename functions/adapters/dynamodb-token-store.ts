@@ -76,6 +76,14 @@ function theLease(leaseUntil: number | undefined): string {
     : 'lease_owner = :owner AND lease_until = :leaseUntil';
 }
 
+/** The refused condition behind a store error, or undefined for any other failure. */
+function refusal(error: unknown): ConditionalCheckFailedException | undefined {
+  return error instanceof StoreUnavailableError &&
+    error.cause instanceof ConditionalCheckFailedException
+    ? error.cause
+    : undefined;
+}
+
 /**
  * Maps an item to the core's shape; an item with a broken token part has no
  * token, and attributes of the wrong type (a hand edit, an older schema) are
@@ -216,11 +224,7 @@ export class DynamoDbTokenStore implements TokenStore {
       );
       return { leased: true };
     } catch (error) {
-      const refused =
-        error instanceof StoreUnavailableError &&
-        error.cause instanceof ConditionalCheckFailedException
-          ? error.cause
-          : undefined;
+      const refused = refusal(error);
       if (!refused) throw error;
       const item = refused.Item ? fromItem(refused.Item) : undefined;
       if (item?.leaseOwner === lease.owner && item.leaseUntil === lease.untilMs) {
@@ -327,18 +331,29 @@ export class DynamoDbTokenStore implements TokenStore {
       values[':used'] = num(options.usedAt);
     }
     if (options.leaseUntil !== undefined) values[':leaseUntil'] = num(options.leaseUntil);
-    return this.#conditional('UpdateItem', () =>
-      this.#client.send(
-        new UpdateItemCommand({
-          TableName: this.#table,
-          Key: { pk: { S: pk } },
-          UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}`,
-          ConditionExpression: theLease(options.leaseUntil),
-          ExpressionAttributeNames: { '#ttl': 'ttl', '#scope': 'scope' },
-          ExpressionAttributeValues: values,
-        }),
-      ),
-    );
+    try {
+      await this.#send('UpdateItem', () =>
+        this.#client.send(
+          new UpdateItemCommand({
+            TableName: this.#table,
+            Key: { pk: { S: pk } },
+            UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}`,
+            ConditionExpression: theLease(options.leaseUntil),
+            ExpressionAttributeNames: { '#ttl': 'ttl', '#scope': 'scope' },
+            ExpressionAttributeValues: values,
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          }),
+        ),
+      );
+      return true;
+    } catch (error) {
+      const refused = refusal(error);
+      if (!refused) throw error;
+      // This very token: the write was applied, its answer lost, and the SDK's
+      // retry refused (the lease is gone). Every seal differs, so the bytes tell.
+      const stored = refused.Item?.sealed_token?.B;
+      return stored !== undefined && Buffer.from(stored).equals(Buffer.from(token.sealed));
+    }
   }
 
   async releaseLease(

@@ -266,6 +266,23 @@ describe.each(stores)('%s store: failures and use marks', (_name, makeStore) => 
     ).toBe(true);
   });
 
+  it('answers stored to the holder whose token write was applied but whose answer was lost (the retry is refused)', async () => {
+    // Regression (review): the retry, refused because the write had removed the
+    // lease, answered "taken over": a false warning, and no local use mark.
+    const store = makeStore();
+    await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000);
+    const token = storedToken(1_800_007_200, [7, 7, 7]);
+    expect(await store.putToken(PK, token, 'a', { leaseUntil: NOW + 10_000 })).toBe(true);
+
+    const retry = await store.putToken(PK, token, 'a', { leaseUntil: NOW + 10_000 });
+    const another = await store.putToken(PK, storedToken(1_800_007_200, [8]), 'a', {
+      leaseUntil: NOW + 10_000,
+    });
+
+    expect([retry, another]).toEqual([true, false]);
+    expect((await store.get(PK))?.token?.sealed).toEqual(new Uint8Array([7, 7, 7]));
+  });
+
   it('a token stored under the lease clears the failure recorded before it', async () => {
     // Prepare: a refresh failed and was recorded; another caller takes the lease
     const store = makeStore();
