@@ -1,0 +1,106 @@
+/**
+ * The token item's attributes in DynamoDB (docs/cache-design.md, "Tiers"):
+ * reading an item into the core's shape, and what the lease writes put on
+ * it (their TTL) and ask of it (the conditions naming a token or a lease).
+ */
+import type { Revision, StoredItem } from '../core/ports.js';
+import { type Item, num, readNum } from './dynamodb-attributes.js';
+
+/**
+ * Maps an item to the core's shape; an item with a broken token part has no
+ * token, and attributes of the wrong type (a hand edit, an older schema) are
+ * read as absent, never as an error.
+ */
+export function fromItem(item: Item): StoredItem {
+  const pk = item.pk?.S ?? '';
+  const sealed = item.sealed_token?.B;
+  const issuedAt = readNum(item.issued_at);
+  const expiresAt = readNum(item.expires_at);
+  const credentialsVersion = item.credentials_version?.S;
+  const scope = item.scope?.S;
+  const providerCreatedAt = readNum(item.provider_created_at);
+  const replacesRevoked = item.replaces_revoked?.BOOL === true;
+  const mintMs = readNum(item.mint_ms);
+  const leaseOwner = item.lease_owner?.S;
+  const leaseUntil = readNum(item.lease_until);
+  const failedAt = readNum(item.failed_at);
+  const failedCode = item.failed_code?.S;
+  const lastUsedAt = readNum(item.last_used_at);
+  const hasToken =
+    sealed !== undefined &&
+    issuedAt !== undefined &&
+    expiresAt !== undefined &&
+    credentialsVersion !== undefined &&
+    item.token_type?.S === 'Bearer';
+  return {
+    pk,
+    revision: { expiresAt: expiresAt ?? null, sealed: sealed ?? null },
+    ...(hasToken
+      ? {
+          token: {
+            sealed,
+            tokenType: 'Bearer' as const,
+            issuedAt,
+            expiresAt,
+            credentialsVersion,
+            ...(scope === undefined ? {} : { scope }),
+            ...(providerCreatedAt === undefined ? {} : { providerCreatedAt }),
+            ...(replacesRevoked ? { replacesRevoked } : {}),
+            ...(mintMs === undefined || !Number.isFinite(mintMs) ? {} : { mintMs }),
+          },
+        }
+      : {}),
+    ...(leaseOwner === undefined ? {} : { leaseOwner }),
+    ...(leaseUntil === undefined ? {} : { leaseUntil }),
+    ...(failedAt === undefined
+      ? {}
+      : { failure: { atMs: failedAt, code: failedCode ?? 'upstream_unavailable' } }),
+    ...(lastUsedAt === undefined ? {} : { lastUsedAt }),
+  };
+}
+
+/** A lease-only item (no token yet) is kept at most a day. */
+const LEASE_ONLY_TTL_SECONDS = 86_400;
+
+/**
+ * The TTL written with a lease: the live token's own `expires_at - 60`, else a
+ * day ahead, so DynamoDB never sweeps an item (holding a past TTL) mid-refresh.
+ */
+export function leaseTtl(nowMs: number, seenExpiresAt: number | null | undefined): number {
+  const now = Math.floor(nowMs / 1000);
+  if (typeof seenExpiresAt === 'number' && seenExpiresAt - 60 > now) return seenExpiresAt - 60;
+  return now + LEASE_ONLY_TTL_SECONDS;
+}
+
+/**
+ * The condition that the item still holds the token of `seen`: the same
+ * `expires_at` and the same sealed bytes (tokens minted in the same second
+ * share an `expires_at`; no two seals share their bytes). Attributes the
+ * core read as absent (missing, or of another type) must still be absent.
+ */
+export function sameRevision(seen: Revision, values: Item): string {
+  // DynamoDB refuses a value the expression does not use: each is set with its use.
+  const parts: string[] = [];
+  if (seen.expiresAt === null) {
+    parts.push('(attribute_not_exists(expires_at) OR NOT attribute_type(expires_at, :n))');
+    values[':n'] = { S: 'N' };
+  } else {
+    parts.push('expires_at = :seenExpires');
+    values[':seenExpires'] = num(seen.expiresAt);
+  }
+  if (seen.sealed === null) {
+    parts.push('(attribute_not_exists(sealed_token) OR NOT attribute_type(sealed_token, :b))');
+    values[':b'] = { S: 'B' };
+  } else {
+    parts.push('sealed_token = :seenSealed');
+    values[':seenSealed'] = { B: seen.sealed };
+  }
+  return parts.join(' AND ');
+}
+
+/** The condition that `:owner` holds the lease (given an end, that very lease, `:leaseUntil`). */
+export function theLease(leaseUntil: number | undefined): string {
+  return leaseUntil === undefined
+    ? 'lease_owner = :owner'
+    : 'lease_owner = :owner AND lease_until = :leaseUntil';
+}
