@@ -84,11 +84,15 @@ export class MemoryTokenStore implements TokenStore {
   ): Promise<boolean> {
     this.#check();
     const item = this.items.get(pk);
-    // This very token: the write was applied, its answer lost, the retry refused.
-    const sealed = item?.token?.sealed;
-    if (sealed && Buffer.from(sealed).equals(Buffer.from(token.sealed))) return true;
-    if (item?.leaseOwner !== owner) return false;
-    if (options.leaseUntil !== undefined && item.leaseUntil !== options.leaseUntil) return false;
+    const held =
+      item?.leaseOwner === owner &&
+      (options.leaseUntil === undefined || item.leaseUntil === options.leaseUntil);
+    if (!held) {
+      // Refused; this very token, though: the write was applied, its answer
+      // lost, the retry refused (as the DynamoDB store reads the refusal).
+      const sealed = item?.token?.sealed;
+      return sealed !== undefined && Buffer.from(sealed).equals(Buffer.from(token.sealed));
+    }
     const lastUsedAt = options.usedAt ?? item.lastUsedAt;
     this.items.set(pk, {
       pk,
