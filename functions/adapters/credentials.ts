@@ -215,14 +215,11 @@ export class SecretsManagerCredentials implements CredentialsSource {
         cause: error,
       });
     }
-    if (raw !== undefined && raw === this.#lastRaw && this.#last) {
-      this.#cachedUnusable = false;
-      return this.#last;
-    }
+    this.#cachedUnusable = false;
+    if (raw !== undefined && raw === this.#lastRaw && this.#last) return this.#last;
     let credentials: ProviderCredentials;
     try {
       credentials = parseSecret(raw);
-      this.#cachedUnusable = false;
     } catch (error) {
       this.#cachedUnusable = true;
       // A rotation that wrote something unusable must not take the service

@@ -15,8 +15,8 @@ export type FirstLookResult =
   | { readonly leased: false; readonly item: StoredItem | undefined };
 
 export interface FirstLookLimits {
-  /** When a lease taken at `nowMs` runs out (see Leases.end in leases.ts). */
-  readonly leaseEnd: (nowMs: number) => number;
+  /** The lease an attempt on `key` at `nowMs` asks for (Leases.next in leases.ts). */
+  readonly lease: (key: string, nowMs: number) => HeldLease;
   /** How long a throttled read is retried, milliseconds (a waiter's bound). */
   readonly maxWaitMs: number;
   /** The longest back-off between two throttled reads. */
@@ -54,11 +54,10 @@ export class FirstLook {
     const { clock, store, instanceId } = this.#deps;
     if (known && !this.#seen.has(key)) {
       const nowMs = clock.now();
-      const untilMs = this.#limits.leaseEnd(nowMs);
+      const lease = this.#limits.lease(key, nowMs);
       try {
-        const look = await store.leaseIfAbsent(key, instanceId, nowMs, untilMs);
+        const look = await store.leaseIfAbsent(key, instanceId, nowMs, lease.untilMs);
         this.#seen.add(key);
-        const lease = { key, takenAtMs: nowMs, untilMs };
         return look.leased ? { leased: true, credentials: known, lease } : look;
       } catch (error) {
         // Throttled: the item is hot, so it most likely exists. Look again

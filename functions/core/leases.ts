@@ -85,17 +85,17 @@ export class Leases {
     seenRevision?: Revision,
     holder?: LeaseHolder,
   ): Promise<HeldLease | undefined> {
-    const untilMs = this.end(nowMs);
+    const lease = this.next(key, nowMs);
     try {
       const taken = await this.#deps.store.tryAcquireLease(
         key,
         this.#deps.instanceId,
         nowMs,
-        untilMs,
+        lease.untilMs,
         seenRevision,
         { ranOutBeforeMs: nowMs - MAX_CLOCK_SKEW_MS, ...(holder ? { holder } : {}) },
       );
-      return taken ? { key, takenAtMs: nowMs, untilMs } : undefined;
+      return taken ? lease : undefined;
     } catch (error) {
       // Throttled: the item is hot, most likely with others after the same
       // lease. Not taken; this caller waits like any other (see TokenService).
@@ -105,15 +105,15 @@ export class Leases {
   }
 
   /**
-   * When a lease attempted at `nowMs` runs out: one lease period later, and
-   * never the same end twice in this instance. The stores take a refusal that
-   * shows the caller's own owner and end for its own applied write (a lost
-   * answer), so two attempts of one instance in one millisecond (a refresh
-   * beside a vend, or a caller that stopped joining a flight) must differ.
+   * The lease an attempt at `nowMs` asks for: ending one lease period later,
+   * and never at the same end twice in this instance. The stores take a
+   * refusal that shows the caller's own owner and end for its own applied
+   * write (a lost answer), so two attempts of one instance in one millisecond
+   * (a refresh beside a vend, or a caller that stopped joining a flight) must differ.
    */
-  end(nowMs: number): number {
+  next(key: string, nowMs: number): HeldLease {
     this.#lastLeaseEnd = Math.max(nowMs + this.#leaseMs, this.#lastLeaseEnd + 1);
-    return this.#lastLeaseEnd;
+    return { key, takenAtMs: nowMs, untilMs: this.#lastLeaseEnd };
   }
 
   /** Gives the lease up; a store failure here only delays others until the lease runs out. */
@@ -151,11 +151,11 @@ export class Leases {
     let token: Token;
     try {
       const startedMs = this.#deps.clock.now();
-      // Not past one lease period from the write either: an end pushed later
-      // (two attempts in one millisecond, or a clock stepped back) is not
-      // what waiters count; they take over a lease period after seeing it.
-      const endMs = Math.min(lease.untilMs, lease.takenAtMs + this.#leaseMs);
-      const minted = await this.#mint(scope, credentials, endMs - LEASE_MARGIN_MS);
+      // One lease period from the write, not the lease's end: an end pushed
+      // later (two attempts in one millisecond, or a clock stepped back) is
+      // not what waiters count; they take over a lease period after seeing it.
+      const deadlineMs = lease.takenAtMs + this.#leaseMs - LEASE_MARGIN_MS;
+      const minted = await this.#mint(scope, credentials, deadlineMs);
       // A duration on this instance's own clock: waiters shape their polls by it.
       const mintMs = Math.max(0, this.#deps.clock.now() - startedMs);
       this.#lastMintMs = mintMs;

@@ -103,7 +103,7 @@ export class TokenService {
       { leaseMs: this.#leaseMs, failureBackoffMs: this.#failureBackoffMs },
     );
     this.#firstLook = new FirstLook(deps, {
-      leaseEnd: (nowMs) => this.#leases.end(nowMs),
+      lease: (key, nowMs) => this.#leases.next(key, nowMs),
       maxWaitMs: this.#maxWaitMs,
       pollMaxMs: this.#pollMaxMs,
     });
