@@ -19,6 +19,11 @@ import { scanIndex } from './dynamodb-scan.js';
 import { fromItem, leaseTtl, sameRevision, theLease } from './dynamodb-token-item.js';
 import { TOKEN_INDEX } from './table-indexes.js';
 
+/** The item holds exactly this lease (owner and end): the caller's own applied write. */
+function holds(item: StoredItem | undefined, lease: { owner: string; untilMs: number }): boolean {
+  return item?.leaseOwner === lease.owner && item.leaseUntil === lease.untilMs;
+}
+
 /**
  * DynamoDB's answers to too many requests (after the SDK's own retries): the
  * table works, it refuses the rate. Per partition, on-demand or provisioned, a
@@ -119,7 +124,7 @@ export class DynamoDbTokenStore implements TokenStore {
     lease: { owner: string; untilMs: number; ttl: number },
     condition: string,
     values: Item,
-  ): Promise<{ leased: true } | { leased: false; item: StoredItem | undefined; read: boolean }> {
+  ): Promise<{ leased: true } | { leased: false; item: StoredItem | undefined }> {
     try {
       await this.#send('UpdateItem', () =>
         this.#client.send(this.#leaseWrite(pk, lease, condition, values)),
@@ -129,10 +134,7 @@ export class DynamoDbTokenStore implements TokenStore {
       const refused = refusal(error);
       if (!refused) throw error;
       const item = refused.Item ? fromItem(refused.Item) : undefined;
-      if (item?.leaseOwner === lease.owner && item.leaseUntil === lease.untilMs) {
-        return { leased: true };
-      }
-      return { leased: false, item, read: refused.Item !== undefined };
+      return holds(item, lease) ? { leased: true } : { leased: false, item };
     }
   }
 
@@ -179,9 +181,8 @@ export class DynamoDbTokenStore implements TokenStore {
     const taken = await this.#takeLease(pk, lease, 'attribute_not_exists(pk)', {});
     if (taken.leased) return { leased: true };
     // The item exists, so DynamoDB returns it; read it should it ever not.
-    const item = taken.read ? taken.item : await this.get(pk);
-    if (item?.leaseOwner === owner && item.leaseUntil === untilMs) return { leased: true };
-    return { leased: false, item };
+    const item = taken.item ?? (await this.get(pk));
+    return holds(item, lease) ? { leased: true } : { leased: false, item };
   }
 
   async putToken(
