@@ -17,12 +17,14 @@ import { bundle } from '../test/support/bundle.js';
 import { BASE_ENV, medianImportTimes } from './cold-start.js';
 
 const AWS_RUNTIME = resolve(import.meta.dirname, '../functions/vend-token/aws-runtime.ts');
+const CLIENT_OPTIONS = resolve(import.meta.dirname, '../functions/adapters/aws-client-options.ts');
 const SDK = `import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { KMSClient } from '@aws-sdk/client-kms';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';`;
 // The options functions/vend-token/aws-runtime.ts creates its clients with.
-const CREATED = `const fast = { maxAttempts: 2, requestHandler: { requestTimeout: 1000, connectionTimeout: 500, throwOnRequestTimeout: true } };
-export const clients = [new DynamoDBClient(fast), new KMSClient(fast), new SecretsManagerClient(fast)];`;
+const CREATED = `import { boundedCalls } from ${JSON.stringify(CLIENT_OPTIONS)};
+const fast = boundedCalls({ requestTimeoutMs: 1000, maxAttempts: 2 });
+export const clients = [new DynamoDBClient(fast), new KMSClient(fast), new SecretsManagerClient(boundedCalls({ requestTimeoutMs: 2000, maxAttempts: 2 }))];`;
 const POWERTOOLS = `import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 export const powertools = [new Logger({ serviceName: 'token-vending' }), new Metrics({ namespace: 'TokenVending', serviceName: 'vend-token' })];`;

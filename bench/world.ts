@@ -9,6 +9,7 @@ import { Agent } from 'node:http';
 import { Writable } from 'node:stream';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { boundedCalls } from '../functions/adapters/aws-client-options.js';
 import { AccessPolicy } from '../functions/core/access-policy.js';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../local/dynamodb-local.js';
 import { type ProviderSimulator, startProviderSimulator } from '../local/provider-simulator.js';
@@ -37,6 +38,12 @@ export interface CountingClient {
   total(): number;
 }
 
+const BENCH_CALLS = boundedCalls({
+  requestTimeoutMs: 5000,
+  connectionTimeoutMs: 5000,
+  maxAttempts: 2,
+});
+
 /**
  * A counting client on the world's sockets. It is never destroyed (that would
  * close the shared sockets); the world closes them.
@@ -48,14 +55,8 @@ export function countingClient(world: Pick<World, 'endpoint' | 'sockets'>): Coun
     credentials: LOCAL_AWS_CREDENTIALS,
     // As the functions configure it (aws-runtime.ts), but with longer timeouts:
     // DynamoDB Local, sharing two cores with the bench, is slower than DynamoDB to answer.
-    maxAttempts: 2,
-    requestHandler: {
-      requestTimeout: 5000,
-      connectionTimeout: 5000,
-      throwOnRequestTimeout: true,
-      socketTimeout: 5000,
-      httpAgent: world.sockets,
-    },
+    maxAttempts: BENCH_CALLS.maxAttempts,
+    requestHandler: { ...BENCH_CALLS.requestHandler, httpAgent: world.sockets },
   });
   const counts = new Map<string, number>();
   client.middlewareStack.add(
