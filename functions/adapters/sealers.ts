@@ -1,8 +1,41 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { DecryptCommand, EncryptCommand, type KMSClient } from '@aws-sdk/client-kms';
+import { isThrottlingError, isTransientError } from '@smithy/core/retry';
+import { SealerUnavailableError } from '../core/errors.js';
 import type { Sealer } from '../core/ports.js';
 
-/** Seals with KMS Encrypt; the item key is the encryption context, so blobs cannot be swapped. */
+/**
+ * Whether a KMS call failed because KMS could not answer now, rather than
+ * because of what was asked (a blob sealed under another key, a corrupt one,
+ * a disabled key). KMS throttles with a 400 ThrottlingException once the
+ * account's quota for cryptographic operations, shared by Encrypt and
+ * Decrypt, is spent (https://docs.aws.amazon.com/kms/latest/developerguide/throttling.html);
+ * DependencyTimeoutException, KeyUnavailableException and KMSInternalException
+ * are 5xx answers that "can be retried". A call that got no HTTP answer at all
+ * (a timeout, a refused connection) tells nothing about the blob either.
+ */
+function kmsUnavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  // A KMS answer carries its fault (the SDK's ServiceException); without one, there was no answer.
+  const failed = error as Parameters<typeof isThrottlingError>[0] & {
+    $fault?: 'client' | 'server';
+  };
+  if (failed.$fault === undefined) return true;
+  return failed.$fault === 'server' || isThrottlingError(failed) || isTransientError(failed);
+}
+
+const unavailable = (operation: string, error: unknown) =>
+  new SealerUnavailableError(
+    `KMS ${operation} failed (${error instanceof Error ? error.name : 'UnknownError'})`,
+    { cause: error },
+  );
+
+/**
+ * Seals with KMS Encrypt; the item key is the encryption context, so blobs
+ * cannot be swapped. Any failure to seal makes KMS unavailable to the cache
+ * (SealerUnavailableError); a failure to unseal does only when KMS could not
+ * answer (kmsUnavailable), else the blob cannot be unsealed.
+ */
 export class KmsSealer implements Sealer {
   readonly #client: KMSClient;
   readonly #keyId: string;
@@ -13,25 +46,33 @@ export class KmsSealer implements Sealer {
   }
 
   async seal(plaintext: string, context: string): Promise<Uint8Array> {
-    const out = await this.#client.send(
-      new EncryptCommand({
-        KeyId: this.#keyId,
-        Plaintext: Buffer.from(plaintext, 'utf8'),
-        EncryptionContext: { pk: context },
-      }),
-    );
-    if (!out.CiphertextBlob) throw new Error('KMS Encrypt returned no ciphertext');
+    const out = await this.#client
+      .send(
+        new EncryptCommand({
+          KeyId: this.#keyId,
+          Plaintext: Buffer.from(plaintext, 'utf8'),
+          EncryptionContext: { pk: context },
+        }),
+      )
+      .catch((error: unknown) => {
+        throw unavailable('Encrypt', error);
+      });
+    if (!out.CiphertextBlob) throw new SealerUnavailableError('KMS Encrypt returned no ciphertext');
     return out.CiphertextBlob;
   }
 
   async unseal(sealed: Uint8Array, context: string): Promise<string> {
-    const out = await this.#client.send(
-      new DecryptCommand({
-        KeyId: this.#keyId,
-        CiphertextBlob: sealed,
-        EncryptionContext: { pk: context },
-      }),
-    );
+    const out = await this.#client
+      .send(
+        new DecryptCommand({
+          KeyId: this.#keyId,
+          CiphertextBlob: sealed,
+          EncryptionContext: { pk: context },
+        }),
+      )
+      .catch((error: unknown) => {
+        throw kmsUnavailable(error) ? unavailable('Decrypt', error) : error;
+      });
     if (!out.Plaintext) throw new Error('KMS Decrypt returned no plaintext');
     return Buffer.from(out.Plaintext).toString('utf8');
   }

@@ -129,6 +129,17 @@ export class StoreUnavailableError extends Error {
 }
 
 /**
+ * The sealer (KMS) cannot answer now: throttled, timing out or failing, as
+ * opposed to a blob it cannot unseal. Without it the shared cache can neither
+ * give its tokens nor take new ones, so the core serves as it does without
+ * DynamoDB (degraded mode), rather than treat a good stored token as a miss
+ * and have every instance re-mint over it.
+ */
+export class SealerUnavailableError extends StoreUnavailableError {
+  override name = 'SealerUnavailableError';
+}
+
+/**
  * The provider credentials cannot be read now (Secrets Manager unreachable, or
  * a forced re-read failed). The core serves what it can verify without them
  * and otherwise answers 503; it never becomes a 500.

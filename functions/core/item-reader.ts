@@ -1,5 +1,6 @@
 import { type Clock, epochSeconds } from './clock.js';
 import { describe } from './describe-error.js';
+import { SealerUnavailableError } from './errors.js';
 import {
   NO_REVISION,
   type ProviderCredentials,
@@ -90,7 +91,12 @@ export class ItemReader {
     return { revision, credentials: current, canReplace: true };
   }
 
-  /** Unseals a stored token; one that cannot be unsealed is a miss, never an error to the caller. */
+  /**
+   * Unseals a stored token; one that cannot be unsealed is a miss, never an
+   * error to the caller. A sealer that cannot answer now (SealerUnavailableError)
+   * is not: the token is most likely good, and replacing it would only have
+   * every instance mint over it in turn. That error goes on, to degraded mode.
+   */
   async #unseal(item: StoredItem): Promise<{ token?: Token }> {
     const stored = item.token;
     if (!stored) return {};
@@ -99,6 +105,7 @@ export class ItemReader {
       const { sealed: _, ...meta } = stored;
       return { token: { ...meta, accessToken } };
     } catch (error) {
+      if (error instanceof SealerUnavailableError) throw error;
       this.#deps.count?.('UnsealFailures');
       this.#deps.logger.warn('cached token could not be unsealed; re-minting', {
         key: item.pk,

@@ -1,6 +1,6 @@
 import { epochSeconds } from './clock.js';
 import { describe } from './describe-error.js';
-import { StoreUnavailableError } from './errors.js';
+import { SealerUnavailableError, StoreUnavailableError } from './errors.js';
 import { isServable } from './freshness.js';
 import { MAX_CLOCK_SKEW_MS } from './lease-watch.js';
 import type { MemoryTokenCache } from './memory-cache.js';
@@ -192,10 +192,13 @@ export class Leases {
         });
       }
     } catch (error) {
-      // Sealing or storing failed: serve the token, and free the lease for others.
+      // Sealing or storing failed: serve the token, and free the lease for
+      // others. A sealer that cannot answer is recorded (refresh-failure.ts,
+      // SEALER_UNAVAILABLE), so they serve degraded rather than try it in turn.
       storeFailed(this.#deps, 'store token', error);
       degraded = true;
-      await this.release(lease);
+      const sealerDown = error instanceof SealerUnavailableError;
+      await this.release(lease, sealerDown ? failureOf(error, this.#deps.clock.now()) : undefined);
     }
     this.#l1.set(key, token, epochSeconds(this.#deps.clock));
     return {

@@ -21,10 +21,14 @@ export interface CredentialsSource {
   get(options?: { forceRefresh?: boolean }): Promise<ProviderCredentials>;
 }
 
-/** Seals tokens before they reach the table; `context` binds the blob to its item key. */
+/**
+ * Seals tokens before they reach the table; `context` binds the blob to its item key.
+ * Both throw SealerUnavailableError when the sealer cannot answer now (KMS
+ * throttled or unreachable); the core then serves degraded.
+ */
 export interface Sealer {
   seal(plaintext: string, context: string): Promise<Uint8Array>;
-  /** Throws when the blob was sealed under another key or context. */
+  /** Throws another error when the blob cannot be unsealed (another key or context, corrupt). */
   unseal(sealed: Uint8Array, context: string): Promise<string>;
 }
 

@@ -1,5 +1,6 @@
 import {
   InternalError,
+  SealerUnavailableError,
   UpstreamCredentialsRejectedError,
   UpstreamError,
   UpstreamUnavailableError,
@@ -7,9 +8,24 @@ import {
 } from './errors.js';
 import type { RefreshFailure } from './ports.js';
 
+/**
+ * The failure recorded when a minted token could not be sealed: not a vend
+ * API code, since no caller is answered with it. Callers that see it serve
+ * degraded for the back-off (each instance mints for itself, as without
+ * DynamoDB) instead of taking the lease over one after another, each waiting
+ * out KMS's timeout before giving it up again. After the back-off one caller
+ * tries KMS again under the lease.
+ */
+export const SEALER_UNAVAILABLE = 'sealer_unavailable';
+
+/** What a caller gets while a recent failure backs off: an answer, or degraded service. */
+export type BackoffError = VendError | SealerUnavailableError;
+
 /** The error for callers arriving while a recent failed refresh backs off. */
-export function recentFailure(code: string | undefined, retryAfter: number): VendError {
+export function recentFailure(code: string | undefined, retryAfter: number): BackoffError {
   switch (code) {
+    case SEALER_UNAVAILABLE:
+      return new SealerUnavailableError('KMS failed to seal a new token moments ago.');
     case 'upstream_credentials_rejected':
       return new UpstreamCredentialsRejectedError(
         'The provider rejected our key and secret moments ago.',
@@ -42,6 +58,7 @@ export function afterRecordedFailure(error: unknown, backoffMs: number): unknown
 
 /** A failed refresh as recorded: when, and the vend API code of its error. */
 export function failureOf(error: unknown, atMs: number): RefreshFailure {
+  if (error instanceof SealerUnavailableError) return { atMs, code: SEALER_UNAVAILABLE };
   return { atMs, code: error instanceof VendError ? error.code : 'internal_error' };
 }
 
@@ -53,7 +70,7 @@ export function backingOff(
   failure: RefreshFailure | undefined,
   nowMs: number,
   backoffMs: number,
-): VendError | undefined {
+): BackoffError | undefined {
   if (!failure || nowMs - failure.atMs >= backoffMs) return undefined;
   return recentFailure(failure.code, Math.ceil((backoffMs - (nowMs - failure.atMs)) / 1000));
 }
@@ -84,7 +101,7 @@ export class FailureBackoff {
   }
 
   /** The error to answer `key`'s callers with while `failure` backs off, else undefined. */
-  check(key: string, failure: RefreshFailure | undefined, nowMs: number): VendError | undefined {
+  check(key: string, failure: RefreshFailure | undefined, nowMs: number): BackoffError | undefined {
     if (!failure) {
       this.#firstSeen.delete(key);
       return undefined;

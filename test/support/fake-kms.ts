@@ -15,9 +15,13 @@ export const KMS_ENCRYPT_MAX_BYTES = 4096;
  * Makes a mocked KMS client behave like KMS for Encrypt, Decrypt and
  * GenerateDataKey: ciphertexts are bound to the encryption context, Encrypt
  * refuses more than 4 KiB (as KMS does), and a wrong context fails to decrypt.
+ * `master` is the KMS key: pass the same one to keep decrypting what an
+ * earlier fake encrypted, after a reset.
  */
-export function fakeKms(kms: AwsClientStub<KMSClient>): void {
-  const master = new AesGcmSealer(randomBytes(32));
+export function fakeKms(
+  kms: AwsClientStub<KMSClient>,
+  master: AesGcmSealer = new AesGcmSealer(randomBytes(32)),
+): void {
   const contextOf = (input: { EncryptionContext?: Record<string, string> }) =>
     JSON.stringify(input.EncryptionContext ?? {});
   kms.on(EncryptCommand).callsFake(async (input) => {

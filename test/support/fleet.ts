@@ -5,10 +5,11 @@
  * a hang costs milliseconds; and the invariants every answer must keep.
  */
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import type { Logger } from '@aws-lambda-powertools/logger';
 import { expect } from 'vitest';
 import type { Clock } from '../../functions/core/clock.js';
 import { fixedPolicy } from '../../functions/core/policy-source.js';
-import type { CredentialsSource, TokenStore } from '../../functions/core/ports.js';
+import type { CredentialsSource, Sealer, TokenStore } from '../../functions/core/ports.js';
 import type { TokenServiceConfig } from '../../functions/core/token-service.js';
 import { createVendRuntime, type VendRuntime } from '../../functions/vend-token/runtime.js';
 import type { ProviderSimulator } from '../../local/provider-simulator.js';
@@ -49,13 +50,17 @@ export interface FleetInstanceOptions {
   readonly credentials?: CredentialsSource;
   readonly tokenConfig?: TokenServiceConfig;
   readonly instanceId?: string;
+  /** Default: the shared AES-GCM sealer. */
+  readonly sealer?: Sealer;
+  /** Default: a silent one. */
+  readonly logger?: Logger;
 }
 
 /** One simulated Lambda instance with short provider timeouts. */
 export function fleetInstance(options: FleetInstanceOptions): VendRuntime {
   return createVendRuntime({
     store: options.store,
-    sealer: SHARED_SEALER,
+    sealer: options.sealer ?? SHARED_SEALER,
     credentials: options.credentials ?? demoCredentials(),
     provider: {
       baseUrl: options.sim.url,
@@ -64,7 +69,7 @@ export function fleetInstance(options: FleetInstanceOptions): VendRuntime {
       backoffBaseMs: 5,
     },
     policy: fixedPolicy(TEST_POLICY),
-    logger: quietLogger(),
+    logger: options.logger ?? quietLogger(),
     clock: options.clock,
     tokenConfig: options.tokenConfig ?? {},
     ...(options.instanceId ? { instanceId: options.instanceId } : {}),

@@ -24,7 +24,7 @@ describe('KmsEnvelopeSealer', () => {
     const sealed = await sealer.seal(LARGE, 'KEYS#ba_1');
 
     expect(LARGE.length).toBeGreaterThan(KMS_ENCRYPT_MAX_BYTES);
-    expect(direct).toMatchObject({ name: 'ValidationException' });
+    expect(direct).toMatchObject({ cause: { name: 'ValidationException' } });
     expect(await sealer.unseal(sealed, 'KEYS#ba_1')).toBe(LARGE);
     expect(Buffer.from(sealed).toString('utf8')).not.toContain('padding');
   });

@@ -4,11 +4,13 @@ import {
   EncryptCommand,
   InvalidCiphertextException,
   KMSClient,
+  KMSServiceException,
 } from '@aws-sdk/client-kms';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { AesGcmSealer, KmsSealer } from '../../functions/adapters/sealers.js';
+import { SealerUnavailableError } from '../../functions/core/errors.js';
 
 const TOKEN = 'sim_token_do_not_leak_0123456789abcdef';
 const PK = 'TOKEN#ba_123';
@@ -183,6 +185,66 @@ describe('KmsSealer', () => {
     // Assess
     expect(error).toBeInstanceOf(InvalidCiphertextException);
     expect(error).toMatchObject({ name: 'InvalidCiphertextException' });
+  });
+
+  describe('KMS that cannot answer now, against a blob it cannot unseal', () => {
+    const answer = (name: string, fault: 'client' | 'server', status: number) =>
+      new KMSServiceException({
+        name,
+        $fault: fault,
+        message: name,
+        $metadata: { httpStatusCode: status },
+      });
+    const noAnswer = () =>
+      Object.assign(new Error('socket timed out'), { name: 'TimeoutError', $metadata: {} });
+
+    it.each([
+      ['ThrottlingException', () => answer('ThrottlingException', 'client', 400)],
+      ['KMSInternalException', () => answer('KMSInternalException', 'server', 500)],
+      ['DependencyTimeoutException', () => answer('DependencyTimeoutException', 'server', 503)],
+      ['KeyUnavailableException', () => answer('KeyUnavailableException', 'server', 500)],
+      ['no answer at all (a timeout)', noAnswer],
+    ])('an unseal that fails with %s: the sealer is unavailable', async (_, error) => {
+      kms.on(DecryptCommand).rejects(error());
+
+      const failure = await sealer()
+        .unseal(CIPHERTEXT, PK)
+        .catch((e: unknown) => e);
+
+      expect(failure).toBeInstanceOf(SealerUnavailableError);
+    });
+
+    it.each([
+      'InvalidCiphertextException',
+      'IncorrectKeyException',
+      'AccessDeniedException',
+      'DisabledException',
+      'KMSInvalidStateException',
+    ])('an unseal that fails with %s: the blob cannot be unsealed', async (name) => {
+      kms.on(DecryptCommand).rejects(answer(name, 'client', 400));
+
+      const failure = await sealer()
+        .unseal(CIPHERTEXT, PK)
+        .catch((e: unknown) => e);
+
+      expect(failure).not.toBeInstanceOf(SealerUnavailableError);
+      expect(failure).toMatchObject({ name });
+    });
+
+    it.each([
+      ['ThrottlingException', () => answer('ThrottlingException', 'client', 400)],
+      ['AccessDeniedException', () => answer('AccessDeniedException', 'client', 400)],
+      ['no answer at all (a timeout)', noAnswer],
+    ])('a seal that fails with %s: the sealer is unavailable', async (_, error) => {
+      kms.on(EncryptCommand).rejects(error());
+
+      const failure = await sealer()
+        .seal(TOKEN, PK)
+        .catch((e: unknown) => e);
+
+      expect(failure).toBeInstanceOf(SealerUnavailableError);
+      expect(String(failure)).not.toContain(TOKEN);
+    });
   });
 
   it('fails when Encrypt returns no ciphertext', async () => {
