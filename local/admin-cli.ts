@@ -18,7 +18,11 @@ import {
 import { type Clock, systemClock } from '../functions/core/clock.js';
 import type { Env } from '../functions/core/config.js';
 import { describe } from '../functions/core/describe-error.js';
-import { ConfigError, StoreUnavailableError } from '../functions/core/errors.js';
+import {
+  ConfigError,
+  SealerUnavailableError,
+  StoreUnavailableError,
+} from '../functions/core/errors.js';
 import type { CoreLogger } from '../functions/core/token-service-types.js';
 import { KeyIssuingError, KeyIssuingFailedError } from '../functions/issue-keys/errors.js';
 import { parseKeyIssuingEvent } from '../functions/issue-keys/event.js';
@@ -111,7 +115,14 @@ const withCode = (code: string, message: string): string =>
 
 function report(error: unknown, io: AdminIo): number {
   let line: string;
-  if (error instanceof KeyIssuingFailedError) {
+  // The admin core names a failed store in its own error (store_unavailable); the hint is local.
+  const cause = error instanceof AdminError ? error.cause : error;
+  if (cause instanceof StoreUnavailableError && !(cause instanceof SealerUnavailableError)) {
+    line = withCode(
+      'store_unavailable',
+      `${cause.message}: is the local stack's DynamoDB running (npm start)?`,
+    );
+  } else if (error instanceof KeyIssuingFailedError) {
     // Scripts see which ids were issued, skipped and failed (never key material).
     io.stdout.write(`${JSON.stringify(error.result, null, 2)}\n`);
     line = withCode(error.code, error.message);
@@ -125,11 +136,6 @@ function report(error: unknown, io: AdminIo): number {
     line = withCode('invalid_stack_file', error.message);
   } else if (error instanceof SealingKeyError) {
     line = withCode('no_sealing_key', error.message);
-  } else if (error instanceof StoreUnavailableError) {
-    line = withCode(
-      'store_unavailable',
-      `${error.message}: is the local stack's DynamoDB running (npm start)?`,
-    );
   } else {
     const { name, code } = describe(error);
     line = `internal_error: ${String(name)}${typeof code === 'string' ? ` (${code})` : ''}`;

@@ -1,6 +1,7 @@
 import { SCOPE_PATTERN } from '../core/access-policy.js';
-import { VendError } from '../core/errors.js';
+import { StoreUnavailableError, VendError } from '../core/errors.js';
 import { UNSCOPED_LABEL } from '../core/item-keys.js';
+import { failureCode } from '../core/refresh-failure.js';
 import {
   type ClearPendingKeyRequest,
   clearPendingKeyProblems,
@@ -42,10 +43,14 @@ export class AdminError extends Error {
   }
 }
 
-/** A vend-path error (a vend API code) as an admin error with the same code; others unchanged. */
+/**
+ * A vend-path error (a vend API code), or a cache that failed
+ * (`store_unavailable`, `sealer_unavailable`), as an admin error with that
+ * code; others unchanged.
+ */
 export function asAdminError(error: unknown): unknown {
-  return error instanceof VendError
-    ? new AdminError(error.code, error.message, { cause: error })
+  return error instanceof VendError || error instanceof StoreUnavailableError
+    ? new AdminError(failureCode(error), error.message, { cause: error })
     : error;
 }
 

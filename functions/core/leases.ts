@@ -41,6 +41,12 @@ export function storeFailed(
   });
 }
 
+/** A mint under a lease: the token served, and what kept it out of the table, if anything did. */
+export interface MintResult extends VendResult {
+  /** Sealing or storing failed (the token was served degraded): that error. */
+  readonly notStored?: unknown;
+}
+
 /**
  * One instance's leases (docs/cache-design.md, "The lease"): taking a lease,
  * minting under it and storing the token, and giving it up. The token
@@ -144,7 +150,7 @@ export class Leases {
     servable: Token | undefined,
     minTtl: number,
     options: { flags?: Partial<VendOutcome>; replacesRevoked?: boolean; forVend?: boolean } = {},
-  ): Promise<VendResult> {
+  ): Promise<MintResult> {
     const { key } = lease;
     const owner = this.#deps.instanceId;
     const flags = options.flags ?? {};
@@ -172,6 +178,7 @@ export class Leases {
       throw afterRecordedFailure(error, this.#failureBackoffMs);
     }
     let degraded = flags.degraded ?? false;
+    let notStored: unknown;
     try {
       const sealed = await this.#deps.sealer.seal(token.accessToken, key);
       const { accessToken: _, ...meta } = token;
@@ -197,6 +204,7 @@ export class Leases {
       // SEALER_UNAVAILABLE), so they serve degraded rather than try it in turn.
       storeFailed(this.#deps, 'store token', error);
       degraded = true;
+      notStored = error;
       const sealerDown = error instanceof SealerUnavailableError;
       await this.release(lease, sealerDown ? failureOf(error, this.#deps.clock.now()) : undefined);
     }
@@ -208,6 +216,7 @@ export class Leases {
         degraded,
         refreshed: servable !== undefined || flags.refreshed === true,
       }),
+      ...(notStored === undefined ? {} : { notStored }),
     };
   }
 }

@@ -1,6 +1,7 @@
 import {
   InternalError,
   SealerUnavailableError,
+  StoreUnavailableError,
   UpstreamCredentialsRejectedError,
   UpstreamError,
   UpstreamUnavailableError,
@@ -56,10 +57,23 @@ export function afterRecordedFailure(error: unknown, backoffMs: number): unknown
   return new UpstreamUnavailableError(error.message, backoffSeconds, { cause: error });
 }
 
-/** A failed refresh as recorded: when, and the vend API code of its error. */
+/** DynamoDB failed: a refresh's code in reports, never recorded in the item (it could not be). */
+export const STORE_UNAVAILABLE = 'store_unavailable';
+
+/**
+ * The code of a failed refresh, for its record and its reports: the vend API
+ * code of its error, or what kept the cache from working.
+ */
+export function failureCode(error: unknown): string {
+  if (error instanceof VendError) return error.code;
+  if (error instanceof SealerUnavailableError) return SEALER_UNAVAILABLE;
+  if (error instanceof StoreUnavailableError) return STORE_UNAVAILABLE;
+  return 'internal_error';
+}
+
+/** A failed refresh as recorded: when, and its code (failureCode). */
 export function failureOf(error: unknown, atMs: number): RefreshFailure {
-  if (error instanceof SealerUnavailableError) return { atMs, code: SEALER_UNAVAILABLE };
-  return { atMs, code: error instanceof VendError ? error.code : 'internal_error' };
+  return { atMs, code: failureCode(error) };
 }
 
 /**

@@ -191,8 +191,11 @@ export class TokenService {
     }
     const lease = await this.#leases.take(key, nowMs, view.revision);
     if (lease === undefined) return { status: 'busy' };
-    const { token } = await this.#leases.mintUnder(lease, scope, view.credentials, undefined, 0);
-    return { status: 'refreshed', expiresAt: token.expiresAt };
+    const minted = await this.#leases.mintUnder(lease, scope, view.credentials, undefined, 0);
+    // A token that never reached the table refreshed nothing: say so (a
+    // StoreUnavailableError or SealerUnavailableError), not "refreshed".
+    if (minted.notStored !== undefined) throw minted.notStored;
+    return { status: 'refreshed', expiresAt: minted.token.expiresAt };
   }
 
   /** Forgets this instance's L1 entries (tests, operator invalidation). */

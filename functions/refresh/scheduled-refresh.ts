@@ -1,8 +1,8 @@
 import type { Clock } from '../core/clock.js';
 import { describe } from '../core/describe-error.js';
-import { VendError } from '../core/errors.js';
 import { scopeName as label, scopeOfKey } from '../core/item-keys.js';
 import type { TokenStore } from '../core/ports.js';
+import { failureCode } from '../core/refresh-failure.js';
 import type { CoreLogger, TokenService } from '../core/token-service.js';
 import { isInUse } from './in-use.js';
 
@@ -102,7 +102,7 @@ export async function runScheduledRefresh(
       });
       report[result.status].push(label(scope));
     } catch (error) {
-      const code = error instanceof VendError ? error.code : 'internal_error';
+      const code = failureCode(error);
       report.failed.push({ scope: label(scope), code });
       deps.logger.warn('scheduled refresh failed', { scope: label(scope), error: describe(error) });
     }

@@ -1,7 +1,12 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DeleteItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { DecryptCommand, EncryptCommand, KMSClient } from '@aws-sdk/client-kms';
+import {
+  DecryptCommand,
+  EncryptCommand,
+  KMSClient,
+  KMSServiceException,
+} from '@aws-sdk/client-kms';
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { Context } from 'aws-lambda';
@@ -217,6 +222,61 @@ describe('refresh Lambda handler', () => {
 
     expect(result).toMatchObject({ scope: 'ba_demo_1', status: 'refreshed' });
     expect(sim.stats.tokenRequests).toBe(before + 1);
+  });
+
+  describe('KMS cannot seal the new token', () => {
+    const kmsFailing = () =>
+      kms.on(EncryptCommand).rejects(
+        new KMSServiceException({
+          name: 'KMSInternalException',
+          $fault: 'server',
+          message: 'internal error',
+          $metadata: { httpStatusCode: 500 },
+        }),
+      );
+
+    it('regression: a forced refresh fails with sealer_unavailable instead of answering refreshed', async () => {
+      // The token was minted and then dropped: the table kept the old one
+      // while the operator read "refreshed" with the new expiry.
+      kmsFailing();
+      const { handler } = await import('../../functions/refresh/handler.js');
+
+      const error = await handler({ action: 'refresh', scope: 'ba_demo_1' }, context).catch(
+        (e: unknown) => e,
+      );
+
+      expect(error).toMatchObject({ code: 'sealer_unavailable' });
+      expect(String((error as Error).message)).toMatch(/^sealer_unavailable: /);
+    });
+
+    it('regression: a scheduled run reports the scope failed with sealer_unavailable, not refreshed', async () => {
+      // Prepare: the unscoped token is in use and due; KMS refuses to seal its successor
+      const client = dynamoClient();
+      const key = { pk: { S: 'TOKEN#~unscoped' } };
+      const lastUsedAt = Math.floor(Date.now() / 1000) - 60;
+      await client.send(
+        new PutItemCommand({
+          TableName: table,
+          Item: { ...key, token_pk: key.pk, last_used_at: { N: String(lastUsedAt) } },
+        }),
+      );
+      kmsFailing();
+      const { handler } = await import('../../functions/refresh/handler.js');
+
+      try {
+        // Act
+        const error = await handler({}, context).catch((e: unknown) => e);
+
+        // Assess
+        expect(error).toMatchObject({
+          name: 'ScheduledRefreshFailedError',
+          report: { refreshed: [], failed: [{ scope: 'unscoped', code: 'sealer_unavailable' }] },
+        });
+      } finally {
+        await client.send(new DeleteItemCommand({ TableName: table, Key: key }));
+        client.destroy();
+      }
+    });
   });
 
   it('refuses a scope outside the access policy with invalid_request, sending nothing upstream', async () => {

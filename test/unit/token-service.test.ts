@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { UpstreamUnavailableError } from '../../functions/core/errors.js';
+import { StoreUnavailableError, UpstreamUnavailableError } from '../../functions/core/errors.js';
 import { fingerprint } from '../../functions/core/fingerprint.js';
 import { REVOCATION_MIN_AGE_SECONDS, TokenService } from '../../functions/core/token-service.js';
 import { SkewedClock } from '../support/fleet.js';
@@ -339,6 +339,22 @@ describe('TokenService', () => {
     expect(scheduled).toEqual({ status: 'busy' });
     expect(forced.status).toBe('refreshed');
     expect(t.provider.state.mints).toBe(mints + 1);
+  });
+
+  it('regression: a refresh whose new token DynamoDB would not store throws the store error, not "refreshed"', async () => {
+    // Prepare: a token is cached; the table then refuses writes but still answers reads
+    await t.a.getToken('ba_1', 300);
+    const cached = await t.store.get('TOKEN#ba_1');
+    t.store.putToken = () =>
+      Promise.reject(new StoreUnavailableError('DynamoDB UpdateItem failed'));
+
+    // Act
+    const error = await t.b.refresh('ba_1').catch((e: unknown) => e);
+
+    // Assess: the cache still holds tok-1, and the refresh says it failed
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect((await t.store.get('TOKEN#ba_1'))?.token?.sealed).toEqual(cached?.token?.sealed);
+    expect(t.provider.state.mints).toBe(2);
   });
 
   it('marks no use while DynamoDB is down: a degraded vend makes no store call but its failed read', async () => {
