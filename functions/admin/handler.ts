@@ -3,6 +3,7 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import type { Context } from 'aws-lambda';
+import { boundedCalls } from '../adapters/aws-client-options.js';
 import { DynamoDbKeyJobIndex } from '../adapters/dynamodb-key-job-index.js';
 import { DynamoDbTokenStore } from '../adapters/dynamodb-token-store.js';
 import { LambdaInvoker } from '../adapters/lambda-invoker.js';
@@ -27,7 +28,14 @@ env.done();
 const logger = new Logger({ serviceName: 'token-vending' });
 const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'admin' });
 const count = (metric: string) => metrics.addMetric(metric, MetricUnit.Count, 1);
-const dynamodb = new DynamoDBClient({});
+// A DynamoDB that stops answering fails the action as store_unavailable in
+// seconds, not at the admin's 11-minute timeout (the SDK's default socket
+// timeout for DynamoDB is 300 s per attempt). Lambda invocations stay
+// unbounded here: they are synchronous and last as long as the function
+// invoked, whose own timeout (refresh 4 min, issue-keys 10 min) ends them.
+const dynamodb = new DynamoDBClient(
+  boundedCalls({ requestTimeoutMs: 3000, connectionTimeoutMs: 1000, maxAttempts: 2 }),
+);
 const invoker = new LambdaInvoker(new LambdaClient({}));
 
 const admin = createAdmin({

@@ -342,6 +342,28 @@ describe('admin Lambda handler', () => {
     });
   });
 
+  it('fails an action as store_unavailable within seconds when DynamoDB accepts connections and never answers', async () => {
+    // Regression: the admin's DynamoDB client had no timeout, so a hung table
+    // held the operator's console until the admin's 11-minute Lambda timeout.
+    const hung = createServer((request) => request.resume());
+    await new Promise<void>((ready) => hung.listen(0, '127.0.0.1', ready));
+    const { port } = hung.address() as AddressInfo;
+    process.env.AWS_ENDPOINT_URL_DYNAMODB = `http://127.0.0.1:${port}`;
+    try {
+      const { handler } = await import('../../functions/admin/handler.js');
+
+      const error = await handler({ action: 'status' }, context).catch((e: unknown) => e);
+
+      expect(error).toMatchObject({ code: 'store_unavailable' });
+      expect(String((error as Error).message)).toMatch(
+        /^store_unavailable: DynamoDB .*TimeoutError/,
+      );
+    } finally {
+      hung.closeAllConnections();
+      hung.close();
+    }
+  }, 15_000);
+
   it('answers status from the table and dispatches refresh and issue-keys to their functions', async () => {
     lambda.on(InvokeCommand).callsFake(async (input: { FunctionName: string }) => ({
       StatusCode: 200,
