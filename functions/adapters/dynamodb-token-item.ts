@@ -3,7 +3,9 @@
  * reading an item into the core's shape, and what the lease writes put on
  * it (their TTL) and ask of it (the conditions naming a token or a lease).
  */
-import type { Revision, StoredItem } from '../core/ports.js';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import type { RefreshFailure, Revision, StoredItem } from '../core/ports.js';
+import { SEALER_UNAVAILABLE } from '../core/refresh-failure.js';
 import { type Item, num, readNum } from './dynamodb-attributes.js';
 
 /**
@@ -23,8 +25,7 @@ export function fromItem(item: Item): StoredItem {
   const mintMs = readNum(item.mint_ms);
   const leaseOwner = item.lease_owner?.S;
   const leaseUntil = readNum(item.lease_until);
-  const failedAt = readNum(item.failed_at);
-  const failedCode = item.failed_code?.S;
+  const failure = failureOf(item);
   const lastUsedAt = readNum(item.last_used_at);
   const hasToken =
     sealed !== undefined &&
@@ -52,12 +53,45 @@ export function fromItem(item: Item): StoredItem {
       : {}),
     ...(leaseOwner === undefined ? {} : { leaseOwner }),
     ...(leaseUntil === undefined ? {} : { leaseUntil }),
-    ...(failedAt === undefined
-      ? {}
-      : { failure: { atMs: failedAt, code: failedCode ?? 'upstream_unavailable' } }),
+    ...(failure === undefined ? {} : { failure }),
     ...(lastUsedAt === undefined ? {} : { lastUsedAt }),
   };
 }
+
+/**
+ * The last failed refresh the item records. A seal that failed
+ * (SEALER_UNAVAILABLE) has its own attribute, `sealer_failed_at`: the release
+ * before this one reads any `failed_code` it does not know as a provider
+ * outage and answers 503, where this one serves degraded. That release
+ * ignores the new attribute and takes the lease over as it always did, so
+ * the two can run side by side during a canary.
+ */
+function failureOf(item: Item): RefreshFailure | undefined {
+  const failedAt = readNum(item.failed_at);
+  const sealerFailedAt = readNum(item.sealer_failed_at);
+  if (sealerFailedAt !== undefined && (failedAt === undefined || sealerFailedAt > failedAt)) {
+    return { atMs: sealerFailedAt, code: SEALER_UNAVAILABLE };
+  }
+  if (failedAt === undefined) return undefined;
+  return { atMs: failedAt, code: item.failed_code?.S ?? 'upstream_unavailable' };
+}
+
+/** How releasing a lease records `failure` (failureOf reads it back). */
+export function failureUpdate(failure: RefreshFailure): {
+  readonly set: string;
+  readonly values: Record<string, AttributeValue>;
+} {
+  if (failure.code === SEALER_UNAVAILABLE) {
+    return { set: 'sealer_failed_at = :failed', values: { ':failed': num(failure.atMs) } };
+  }
+  return {
+    set: 'failed_at = :failed, failed_code = :code',
+    values: { ':failed': num(failure.atMs), ':code': { S: failure.code } },
+  };
+}
+
+/** Every attribute a failure is recorded in: a stored token clears them. */
+export const FAILURE_ATTRIBUTES = ['failed_at', 'failed_code', 'sealer_failed_at'] as const;
 
 /** A lease-only item (no token yet) is kept at most a day. */
 const LEASE_ONLY_TTL_SECONDS = 86_400;

@@ -16,7 +16,14 @@ import type {
 } from '../core/ports.js';
 import { type Item, num } from './dynamodb-attributes.js';
 import { scanIndex } from './dynamodb-scan.js';
-import { fromItem, leaseTtl, sameRevision, theLease } from './dynamodb-token-item.js';
+import {
+  FAILURE_ATTRIBUTES,
+  failureUpdate,
+  fromItem,
+  leaseTtl,
+  sameRevision,
+  theLease,
+} from './dynamodb-token-item.js';
 import { TOKEN_INDEX } from './table-indexes.js';
 
 /** The item holds exactly this lease (owner and end): the caller's own applied write. */
@@ -210,7 +217,7 @@ export class DynamoDbTokenStore implements TokenStore {
       'credentials_version = :version',
       'token_pk = :pk',
     ];
-    const remove = ['lease_owner', 'lease_until', 'failed_at', 'failed_code'];
+    const remove = ['lease_owner', 'lease_until', ...FAILURE_ATTRIBUTES];
     if (token.scope === undefined) remove.push('#scope');
     else {
       set.push('#scope = :scope');
@@ -265,19 +272,20 @@ export class DynamoDbTokenStore implements TokenStore {
     failure?: RefreshFailure,
     leaseUntil?: number,
   ): Promise<void> {
+    const recorded = failure && failureUpdate(failure);
     await this.#conditional('UpdateItem', () =>
       this.#client.send(
         new UpdateItemCommand({
           TableName: this.#table,
           Key: { pk: { S: pk } },
-          UpdateExpression: failure
-            ? 'SET failed_at = :failed, failed_code = :code REMOVE lease_owner, lease_until'
+          UpdateExpression: recorded
+            ? `SET ${recorded.set} REMOVE lease_owner, lease_until`
             : 'REMOVE lease_owner, lease_until',
           ConditionExpression: theLease(leaseUntil),
           ExpressionAttributeValues: {
             ':owner': { S: owner },
             ...(leaseUntil === undefined ? {} : { ':leaseUntil': num(leaseUntil) }),
-            ...(failure ? { ':failed': num(failure.atMs), ':code': { S: failure.code } } : {}),
+            ...recorded?.values,
           },
         }),
       ),

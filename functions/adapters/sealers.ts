@@ -1,28 +1,30 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { DecryptCommand, EncryptCommand, type KMSClient } from '@aws-sdk/client-kms';
-import { isThrottlingError, isTransientError } from '@smithy/core/retry';
 import { SealerUnavailableError } from '../core/errors.js';
 import type { Sealer } from '../core/ports.js';
 
 /**
- * Whether a KMS call failed because KMS could not answer now, rather than
- * because of what was asked (a blob sealed under another key, a corrupt one,
- * a disabled key). KMS throttles with a 400 ThrottlingException once the
- * account's quota for cryptographic operations, shared by Encrypt and
- * Decrypt, is spent (https://docs.aws.amazon.com/kms/latest/developerguide/throttling.html);
- * DependencyTimeoutException, KeyUnavailableException and KMSInternalException
- * are 5xx answers that "can be retried". A call that got no HTTP answer at all
- * (a timeout, a refused connection) tells nothing about the blob either.
+ * The Decrypt errors that say this blob cannot be unsealed with this key,
+ * whatever is tried again: sealed under another key or context, corrupt, or a
+ * key that is disabled, pending deletion, gone or not ours to use. Any other
+ * failure (throttling: a 400 ThrottlingException once the account's quota for
+ * cryptographic operations, which Encrypt and Decrypt share, is spent,
+ * https://docs.aws.amazon.com/kms/latest/developerguide/throttling.html; the
+ * 5xx DependencyTimeoutException, KeyUnavailableException and
+ * KMSInternalException, which "can be retried"; no answer at all; expired
+ * credentials) tells nothing about the blob: KMS is unavailable, and a good
+ * stored token must not be minted over.
  */
-function kmsUnavailable(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  // A KMS answer carries its fault (the SDK's ServiceException); without one, there was no answer.
-  const failed = error as Parameters<typeof isThrottlingError>[0] & {
-    $fault?: 'client' | 'server';
-  };
-  if (failed.$fault === undefined) return true;
-  return failed.$fault === 'server' || isThrottlingError(failed) || isTransientError(failed);
-}
+const CANNOT_UNSEAL = new Set([
+  'InvalidCiphertextException',
+  'IncorrectKeyException',
+  'AccessDeniedException',
+  'DisabledException',
+  'KMSInvalidStateException',
+  'NotFoundException',
+  'InvalidKeyUsageException',
+  'InvalidGrantTokenException',
+]);
 
 const unavailable = (operation: string, error: unknown) =>
   new SealerUnavailableError(
@@ -33,8 +35,8 @@ const unavailable = (operation: string, error: unknown) =>
 /**
  * Seals with KMS Encrypt; the item key is the encryption context, so blobs
  * cannot be swapped. Any failure to seal makes KMS unavailable to the cache
- * (SealerUnavailableError); a failure to unseal does only when KMS could not
- * answer (kmsUnavailable), else the blob cannot be unsealed.
+ * (SealerUnavailableError); a failure to unseal does unless KMS says the blob
+ * cannot be unsealed (CANNOT_UNSEAL).
  */
 export class KmsSealer implements Sealer {
   readonly #client: KMSClient;
@@ -71,7 +73,8 @@ export class KmsSealer implements Sealer {
         }),
       )
       .catch((error: unknown) => {
-        throw kmsUnavailable(error) ? unavailable('Decrypt', error) : error;
+        const cannotUnseal = error instanceof Error && CANNOT_UNSEAL.has(error.name);
+        throw cannotUnseal ? error : unavailable('Decrypt', error);
       });
     if (!out.Plaintext) throw new Error('KMS Decrypt returned no plaintext');
     return Buffer.from(out.Plaintext).toString('utf8');

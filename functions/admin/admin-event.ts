@@ -2,6 +2,7 @@ import { SCOPE_PATTERN } from '../core/access-policy.js';
 import { StoreUnavailableError, VendError } from '../core/errors.js';
 import { UNSCOPED_LABEL } from '../core/item-keys.js';
 import { failureCode } from '../core/refresh-failure.js';
+import { KeyIssuingError, KeyIssuingFailedError } from '../issue-keys/errors.js';
 import {
   type ClearPendingKeyRequest,
   clearPendingKeyProblems,
@@ -44,14 +45,20 @@ export class AdminError extends Error {
 }
 
 /**
- * A vend-path error (a vend API code), or a cache that failed
- * (`store_unavailable`, `sealer_unavailable`), as an admin error with that
- * code; others unchanged.
+ * An error with a machine-readable code as an admin error with that code, so
+ * the message starts with it: a vend-path error (a vend API code), a cache
+ * that failed (`store_unavailable`, `sealer_unavailable`), or the key-issuing
+ * job's own (`job_store_unavailable`, ...). A failed key run stays as it is:
+ * it carries the run's result. Others unchanged.
  */
 export function asAdminError(error: unknown): unknown {
-  return error instanceof VendError || error instanceof StoreUnavailableError
-    ? new AdminError(failureCode(error), error.message, { cause: error })
-    : error;
+  if (error instanceof VendError || error instanceof StoreUnavailableError) {
+    return new AdminError(failureCode(error), error.message, { cause: error });
+  }
+  if (error instanceof KeyIssuingError && !(error instanceof KeyIssuingFailedError)) {
+    return new AdminError(error.code, error.message, { cause: error });
+  }
+  return error;
 }
 
 /**

@@ -45,6 +45,8 @@ export function storeFailed(
 export interface MintResult extends VendResult {
   /** Sealing or storing failed (the token was served degraded): that error. */
   readonly notStored?: unknown;
+  /** The lease was taken over before the token was stored: the taker stores its own. */
+  readonly takenOver?: true;
 }
 
 /**
@@ -179,6 +181,7 @@ export class Leases {
     }
     let degraded = flags.degraded ?? false;
     let notStored: unknown;
+    let takenOver = false;
     try {
       const sealed = await this.#deps.sealer.seal(token.accessToken, key);
       const { accessToken: _, ...meta } = token;
@@ -194,6 +197,7 @@ export class Leases {
       });
       if (stored && usedAt !== undefined) this.#useMarks.seen(key, { lastUsedAt: usedAt });
       if (!stored) {
+        takenOver = true;
         this.#deps.logger.warn('lease was taken over before the new token was stored', {
           scope: scope ?? 'unscoped',
         });
@@ -217,6 +221,7 @@ export class Leases {
         refreshed: servable !== undefined || flags.refreshed === true,
       }),
       ...(notStored === undefined ? {} : { notStored }),
+      ...(takenOver ? { takenOver } : {}),
     };
   }
 }

@@ -2,6 +2,7 @@ import { epochSeconds } from './clock.js';
 import { DegradedMode } from './degraded-mode.js';
 import {
   credentialsUnavailable,
+  SealerUnavailableError,
   StoreUnavailableError,
   UpstreamUnavailableError,
 } from './errors.js';
@@ -193,8 +194,10 @@ export class TokenService {
     if (lease === undefined) return { status: 'busy' };
     const minted = await this.#leases.mintUnder(lease, scope, view.credentials, undefined, 0);
     // A token that never reached the table refreshed nothing: say so (a
-    // StoreUnavailableError or SealerUnavailableError), not "refreshed".
+    // StoreUnavailableError or SealerUnavailableError, or another caller's
+    // takeover: busy), not "refreshed".
     if (minted.notStored !== undefined) throw minted.notStored;
+    if (minted.takenOver) return { status: 'busy' };
     return { status: 'refreshed', expiresAt: minted.token.expiresAt };
   }
 
@@ -221,7 +224,7 @@ export class TokenService {
       return await this.#fromShared(key, scope, minTtl, credentials, revoked);
     } catch (error) {
       if (error instanceof StoreUnavailableError) {
-        storeFailed(this.#deps, 'read', error);
+        storeFailed(this.#deps, error instanceof SealerUnavailableError ? 'kms' : 'read', error);
         return { result: await this.#degraded.serve(key, scope, minTtl, credentials, revoked) };
       }
       throw error;

@@ -342,7 +342,7 @@ describe('admin Lambda handler', () => {
     });
   });
 
-  it('fails an action as store_unavailable within seconds when DynamoDB accepts connections and never answers', async () => {
+  it('fails an action within seconds, its message starting with its code, when DynamoDB accepts connections and never answers', async () => {
     // Regression: the admin's DynamoDB client had no timeout, so a hung table
     // held the operator's console until the admin's 11-minute Lambda timeout.
     const hung = createServer((request) => request.resume());
@@ -354,9 +354,10 @@ describe('admin Lambda handler', () => {
 
       const error = await handler({ action: 'status' }, context).catch((e: unknown) => e);
 
-      expect(error).toMatchObject({ code: 'store_unavailable' });
+      // Status lists tokens and key jobs at once: either listing may fail first.
+      expect(error).toMatchObject({ code: expect.stringMatching(/^(job_)?store_unavailable$/) });
       expect(String((error as Error).message)).toMatch(
-        /^store_unavailable: DynamoDB .*TimeoutError/,
+        /^(job_)?store_unavailable: DynamoDB \w+ failed \(TimeoutError\)/,
       );
     } finally {
       hung.closeAllConnections();

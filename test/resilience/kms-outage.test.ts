@@ -5,6 +5,7 @@
  * served degraded, and a cold stampede never takes the lease over instance
  * after instance, each waiting out KMS before giving it up again.
  */
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import {
   DecryptCommand,
   EncryptCommand,
@@ -116,4 +117,28 @@ it('KMS failing at a cold stampede: every caller is served degraded, and nobody 
   }
   expect(shared.sim.stats.tokenRequests).toBeLessThanOrEqual(fleet.length);
   expect(warn).not.toHaveBeenCalledWith('took over an expired lease', expect.anything());
+});
+
+it('records a failed seal where the release before this one does not look, so a canary can run both', async () => {
+  // Regression (review): the failure went in failed_code, which the previous
+  // release reads, and it answers a code it does not know as a provider
+  // outage (503) for 5 s, where this release serves degraded.
+  // Prepare: one instance; KMS refuses every Encrypt
+  const clock = new TestClock({ virtualSleep: true });
+  const store = new DynamoDbTokenStore(shared.client, shared.table);
+  const instance = fleetInstance({ sim: shared.sim, store, clock, sealer: sealer() });
+  kms.on(EncryptCommand).rejects(throttled());
+
+  // Act
+  const answer = await ask(instance, 'ba_demo_2');
+  const raw = await shared.client.send(
+    new GetItemCommand({ TableName: shared.table, Key: { pk: { S: 'TOKEN#ba_demo_2' } } }),
+  );
+
+  // Assess: served; the item names the failure only in sealer_failed_at, and this release reads it
+  expect(answer.status).toBe(200);
+  expect(raw.Item).not.toHaveProperty('failed_code');
+  expect(raw.Item).not.toHaveProperty('failed_at');
+  expect(Number(raw.Item?.sealer_failed_at?.N)).toBeGreaterThan(0);
+  expect((await store.get('TOKEN#ba_demo_2'))?.failure?.code).toBe('sealer_unavailable');
 });

@@ -203,6 +203,11 @@ describe('KmsSealer', () => {
       ['KMSInternalException', () => answer('KMSInternalException', 'server', 500)],
       ['DependencyTimeoutException', () => answer('DependencyTimeoutException', 'server', 503)],
       ['KeyUnavailableException', () => answer('KeyUnavailableException', 'server', 500)],
+      [
+        'ExpiredTokenException (our credentials)',
+        () => answer('ExpiredTokenException', 'client', 400),
+      ],
+      ['an error KMS may add one day', () => answer('SomeNewException', 'client', 400)],
       ['no answer at all (a timeout)', noAnswer],
     ])('an unseal that fails with %s: the sealer is unavailable', async (_, error) => {
       kms.on(DecryptCommand).rejects(error());
@@ -220,6 +225,8 @@ describe('KmsSealer', () => {
       'AccessDeniedException',
       'DisabledException',
       'KMSInvalidStateException',
+      'NotFoundException',
+      'InvalidKeyUsageException',
     ])('an unseal that fails with %s: the blob cannot be unsealed', async (name) => {
       kms.on(DecryptCommand).rejects(answer(name, 'client', 400));
 

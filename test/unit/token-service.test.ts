@@ -357,6 +357,15 @@ describe('TokenService', () => {
     expect(t.provider.state.mints).toBe(2);
   });
 
+  it('regression: a refresh whose lease was taken over before its token was stored answers busy, not "refreshed"', async () => {
+    await t.a.getToken('ba_1', 300);
+    t.store.putToken = async () => false;
+
+    const result = await t.b.refresh('ba_1');
+
+    expect(result).toEqual({ status: 'busy' });
+  });
+
   it('marks no use while DynamoDB is down: a degraded vend makes no store call but its failed read', async () => {
     t.store.down = true;
     const before = t.store.calls;
