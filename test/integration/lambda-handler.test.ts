@@ -213,6 +213,29 @@ describe('vend-token Lambda handler', () => {
   });
 });
 
+/**
+ * Runs `act` with the unscoped token in use (vended a minute ago) and no
+ * longer cached, so a scheduled run must refresh it; removes the item after.
+ */
+async function withUnscopedDue<T>(act: () => Promise<T>): Promise<T> {
+  const client = dynamoClient();
+  const key = { pk: { S: 'TOKEN#~unscoped' } };
+  const lastUsedAt = Math.floor(Date.now() / 1000) - 60;
+  await client.send(
+    new PutItemCommand({
+      TableName: table,
+      // As the store writes an item: token_pk puts it in the index the refresh lists.
+      Item: { ...key, token_pk: key.pk, last_used_at: { N: String(lastUsedAt) } },
+    }),
+  );
+  try {
+    return await act();
+  } finally {
+    await client.send(new DeleteItemCommand({ TableName: table, Key: key }));
+    client.destroy();
+  }
+}
+
 describe('refresh Lambda handler', () => {
   it('on {"action":"refresh","scope":...} forces a refresh of that scope under the lease', async () => {
     const { handler } = await import('../../functions/refresh/handler.js');
@@ -250,32 +273,18 @@ describe('refresh Lambda handler', () => {
     });
 
     it('regression: a scheduled run reports the scope failed with sealer_unavailable, not refreshed', async () => {
-      // Prepare: the unscoped token is in use and due; KMS refuses to seal its successor
-      const client = dynamoClient();
-      const key = { pk: { S: 'TOKEN#~unscoped' } };
-      const lastUsedAt = Math.floor(Date.now() / 1000) - 60;
-      await client.send(
-        new PutItemCommand({
-          TableName: table,
-          Item: { ...key, token_pk: key.pk, last_used_at: { N: String(lastUsedAt) } },
-        }),
-      );
+      // Prepare: the unscoped token is due; KMS refuses to seal its successor
       kmsFailing();
       const { handler } = await import('../../functions/refresh/handler.js');
 
-      try {
-        // Act
-        const error = await handler({}, context).catch((e: unknown) => e);
+      // Act
+      const error = await withUnscopedDue(() => handler({}, context).catch((e: unknown) => e));
 
-        // Assess
-        expect(error).toMatchObject({
-          name: 'ScheduledRefreshFailedError',
-          report: { refreshed: [], failed: [{ scope: 'unscoped', code: 'sealer_unavailable' }] },
-        });
-      } finally {
-        await client.send(new DeleteItemCommand({ TableName: table, Key: key }));
-        client.destroy();
-      }
+      // Assess
+      expect(error).toMatchObject({
+        name: 'ScheduledRefreshFailedError',
+        report: { refreshed: [], failed: [{ scope: 'unscoped', code: 'sealer_unavailable' }] },
+      });
     });
   });
 
@@ -301,34 +310,18 @@ describe('refresh Lambda handler', () => {
   });
 
   it('fails a scheduled run in which one scope could not be refreshed, with the report', async () => {
-    // Prepare: the unscoped token is in use (vended a minute ago) and no longer cached; the
-    // provider refuses the next mint
-    const client = dynamoClient();
-    const key = { pk: { S: 'TOKEN#~unscoped' } };
-    const lastUsedAt = Math.floor(Date.now() / 1000) - 60;
-    await client.send(
-      new PutItemCommand({
-        TableName: table,
-        // As the store writes an item: token_pk puts it in the index the refresh lists.
-        Item: { ...key, token_pk: key.pk, last_used_at: { N: String(lastUsedAt) } },
-      }),
-    );
+    // Prepare: the unscoped token is due; the provider refuses the next mint
     sim.injectTokenFault({ kind: 'status', status: 400 });
     const { handler } = await import('../../functions/refresh/handler.js');
 
-    try {
-      // Act
-      const error = await handler({}, context).catch((e: unknown) => e);
+    // Act
+    const error = await withUnscopedDue(() => handler({}, context).catch((e: unknown) => e));
 
-      // Assess
-      expect(error).toMatchObject({
-        name: 'ScheduledRefreshFailedError',
-        report: { failed: [{ scope: 'unscoped', code: expect.any(String) }] },
-      });
-    } finally {
-      await client.send(new DeleteItemCommand({ TableName: table, Key: key }));
-      client.destroy();
-    }
+    // Assess
+    expect(error).toMatchObject({
+      name: 'ScheduledRefreshFailedError',
+      report: { failed: [{ scope: 'unscoped', code: expect.any(String) }] },
+    });
   });
 });
 
