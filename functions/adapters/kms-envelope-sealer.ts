@@ -1,6 +1,6 @@
 import { DecryptCommand, GenerateDataKeyCommand, type KMSClient } from '@aws-sdk/client-kms';
 import type { Sealer } from '../core/ports.js';
-import { AesGcmSealer } from './sealers.js';
+import { AesGcmSealer, decryptFailure, kmsUnavailable } from './sealers.js';
 
 /** Format byte of an envelope blob (AesGcmSealer blobs start with 1). */
 const ENVELOPE = 0x45;
@@ -11,7 +11,8 @@ const ENVELOPE = 0x45;
  * with AES-256-GCM (the context as AAD); the blob carries the encrypted data
  * key. KMS `Encrypt` itself takes at most 4 KiB, which a key-issuing answer
  * (up to 64 KiB) can exceed. Layout: format byte, encrypted key length (2
- * bytes), encrypted key, AesGcmSealer blob.
+ * bytes), encrypted key, AesGcmSealer blob. KMS errors are sorted as
+ * KmsSealer sorts them: SealerUnavailableError when KMS cannot answer now.
  */
 export class KmsEnvelopeSealer implements Sealer {
   readonly #client: KMSClient;
@@ -23,13 +24,17 @@ export class KmsEnvelopeSealer implements Sealer {
   }
 
   async seal(plaintext: string, context: string): Promise<Uint8Array> {
-    const out = await this.#client.send(
-      new GenerateDataKeyCommand({
-        KeyId: this.#keyId,
-        KeySpec: 'AES_256',
-        EncryptionContext: { pk: context },
-      }),
-    );
+    const out = await this.#client
+      .send(
+        new GenerateDataKeyCommand({
+          KeyId: this.#keyId,
+          KeySpec: 'AES_256',
+          EncryptionContext: { pk: context },
+        }),
+      )
+      .catch((error: unknown) => {
+        throw kmsUnavailable('GenerateDataKey', error);
+      });
     if (!out.Plaintext || !out.CiphertextBlob)
       throw new Error('KMS GenerateDataKey returned no key');
     const dataKey = Buffer.from(out.Plaintext);
@@ -49,13 +54,17 @@ export class KmsEnvelopeSealer implements Sealer {
     if (blob.length < 3 || blob[0] !== ENVELOPE) throw new Error('sealed blob is not an envelope');
     const wrappedLength = blob.readUInt16BE(1);
     const wrapped = blob.subarray(3, 3 + wrappedLength);
-    const out = await this.#client.send(
-      new DecryptCommand({
-        KeyId: this.#keyId,
-        CiphertextBlob: wrapped,
-        EncryptionContext: { pk: context },
-      }),
-    );
+    const out = await this.#client
+      .send(
+        new DecryptCommand({
+          KeyId: this.#keyId,
+          CiphertextBlob: wrapped,
+          EncryptionContext: { pk: context },
+        }),
+      )
+      .catch((error: unknown) => {
+        throw decryptFailure(error);
+      });
     if (!out.Plaintext) throw new Error('KMS Decrypt returned no plaintext');
     const dataKey = Buffer.from(out.Plaintext);
     try {

@@ -26,11 +26,18 @@ const CANNOT_UNSEAL = new Set([
   'InvalidGrantTokenException',
 ]);
 
-const unavailable = (operation: string, error: unknown) =>
+/** A failed KMS call as the cache's Sealer port names it: KMS cannot answer now. */
+export const kmsUnavailable = (operation: string, error: unknown): SealerUnavailableError =>
   new SealerUnavailableError(
     `KMS ${operation} failed (${error instanceof Error ? error.name : 'UnknownError'})`,
     { cause: error },
   );
+
+/** A failed Decrypt: the error itself when the blob cannot be unsealed (CANNOT_UNSEAL), else KMS unavailable. */
+export const decryptFailure = (error: unknown): unknown =>
+  error instanceof Error && CANNOT_UNSEAL.has(error.name)
+    ? error
+    : kmsUnavailable('Decrypt', error);
 
 /**
  * Seals with KMS Encrypt; the item key is the encryption context, so blobs
@@ -57,7 +64,7 @@ export class KmsSealer implements Sealer {
         }),
       )
       .catch((error: unknown) => {
-        throw unavailable('Encrypt', error);
+        throw kmsUnavailable('Encrypt', error);
       });
     if (!out.CiphertextBlob) throw new SealerUnavailableError('KMS Encrypt returned no ciphertext');
     return out.CiphertextBlob;
@@ -73,8 +80,7 @@ export class KmsSealer implements Sealer {
         }),
       )
       .catch((error: unknown) => {
-        const cannotUnseal = error instanceof Error && CANNOT_UNSEAL.has(error.name);
-        throw cannotUnseal ? error : unavailable('Decrypt', error);
+        throw decryptFailure(error);
       });
     if (!out.Plaintext) throw new Error('KMS Decrypt returned no plaintext');
     return Buffer.from(out.Plaintext).toString('utf8');

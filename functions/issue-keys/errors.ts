@@ -25,6 +25,8 @@ export type KeyIssuingCode =
   | 'key_vault_unavailable'
   /** The sealed copy could not be unsealed; it is kept, the provider is not called. */
   | 'recovery_failed'
+  /** KMS could not answer (throttled, failing) to unseal the sealed copy; kept, the next run tries again. */
+  | 'sealer_unavailable'
   /** Another run holds this id's lease. */
   | 'job_in_progress'
   /** This run's lease ran out and another run took the id over. */

@@ -4,6 +4,7 @@
  * it, and store a sealed answer left by an earlier run without calling the
  * provider again.
  */
+import { SealerUnavailableError } from '../core/errors.js';
 import type { Sealer } from '../core/ports.js';
 import { keyJobKey } from './business-application-id.js';
 import { type FailureCode, KeysEndpointError } from './errors.js';
@@ -82,9 +83,10 @@ export class LeasedWork {
 
     if (record.state === 'received' && record.sealed && record.idempotencyKey) {
       const body = await this.#unsealedAnswer(record.sealed, force);
-      if (body === 'unreadable') {
-        await this.fail('recovery_failed');
-        return failed('recovery_failed');
+      if (body === 'unreadable' || body === 'kms-unavailable') {
+        const code = body === 'unreadable' ? 'recovery_failed' : 'sealer_unavailable';
+        await this.fail(code);
+        return failed(code);
       }
       if (body !== 'replay') {
         deps.logger.info('storing the sealed answer of an earlier run; provider not called', {
@@ -146,16 +148,27 @@ export class LeasedWork {
     return this.#store(issued.body, idempotencyKey, issued.status, { recovered: false, forceId });
   }
 
-  /** The sealed answer, 'replay' to call the provider again (force), or 'unreadable'. */
+  /**
+   * The sealed answer, 'replay' to call the provider again (force), or why
+   * not: 'unreadable', or 'kms-unavailable' when KMS could not answer now
+   * (the next run tries again; a forced run replays as for an unreadable copy).
+   */
   async #unsealedAnswer(
     sealed: NonNullable<KeyJobRecord['sealed']>,
     force: boolean,
-  ): Promise<Uint8Array | 'replay' | 'unreadable'> {
+  ): Promise<Uint8Array | 'replay' | 'unreadable' | 'kms-unavailable'> {
     try {
       const text = await this.#deps.sealer.unseal(sealed.blob, keyJobKey(this.#id));
       return unsealed(text, sealed.encoding);
     } catch (error) {
       const name = errorName(error);
+      if (!force && error instanceof SealerUnavailableError) {
+        this.#deps.logger.warn(
+          'KMS could not unseal the sealed answer now; kept, provider not called (the next run tries again)',
+          { ...this.#log, errorName: name, cause: causeName(error) },
+        );
+        return 'kms-unavailable';
+      }
       if (!force) {
         this.#deps.logger.error(
           'the sealed answer cannot be unsealed; kept, provider not called (force replays the request with the same Idempotency-Key)',

@@ -7,6 +7,7 @@
 import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
 import { describe, expect, it } from 'vitest';
 import { AesGcmSealer } from '../../functions/adapters/sealers.js';
+import { SealerUnavailableError } from '../../functions/core/errors.js';
 import { keyJobRecord, useSecretsManagerKeyJobs } from '../support/key-job-harness.js';
 
 const kj = useSecretsManagerKeyJobs('tvm-test');
@@ -72,6 +73,34 @@ describe('a sealed answer', () => {
     expect(keysSent()).toHaveLength(1);
     const stored = kj.sm.commandCalls(CreateSecretCommand).at(-1)?.args[0].input;
     expect(stored?.SecretBinary).toEqual(bytes);
+  });
+});
+
+describe('a sealed answer KMS cannot unseal just now', () => {
+  it('without force: sealer_unavailable, not recovery_failed; no provider call; kept, and the next run stores it', async () => {
+    // Regression: a throttled or failing KMS counted as a copy that cannot be
+    // unsealed (recovery_failed: "the KMS key is disabled"), sending the
+    // operator to the key when the next run would have stored the keys.
+    // Prepare: the answer is kept sealed; KMS then throttles Decrypt
+    const kept = await sealedAnswerKept();
+    const throttled = kj.h.job({
+      sealer: {
+        seal: (text, context) => kj.h.sealer.seal(text, context),
+        unseal: () =>
+          Promise.reject(new SealerUnavailableError('KMS Decrypt failed (ThrottlingException)')),
+      },
+    });
+
+    // Act
+    const during = await throttled.run();
+    await expectKeptAndReleased(kept, 'sealer_unavailable');
+    const after = await kj.h.job().run();
+
+    // Assess
+    expect(during.failed).toEqual([{ id: ID, code: 'sealer_unavailable' }]);
+    expect(after.issued).toEqual([ID]);
+    expect(keysSent()).toHaveLength(1);
+    expect(kj.secrets.value(SECRET)).toBe(kj.h.answers[0]?.body);
   });
 });
 

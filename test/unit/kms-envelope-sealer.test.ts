@@ -1,8 +1,14 @@
-import { GenerateDataKeyCommand, KMSClient } from '@aws-sdk/client-kms';
+import {
+  DecryptCommand,
+  GenerateDataKeyCommand,
+  KMSClient,
+  KMSServiceException,
+} from '@aws-sdk/client-kms';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { KmsEnvelopeSealer } from '../../functions/adapters/kms-envelope-sealer.js';
 import { KmsSealer } from '../../functions/adapters/sealers.js';
+import { SealerUnavailableError } from '../../functions/core/errors.js';
 import { fakeKms, KMS_ENCRYPT_MAX_BYTES } from '../support/fake-kms.js';
 
 const kms = mockClient(KMSClient);
@@ -51,5 +57,29 @@ describe('KmsEnvelopeSealer', () => {
     await expect(sealer.unseal(Uint8Array.of(1, 2, 3), 'KEYS#ba_1')).rejects.toThrow(
       'not an envelope',
     );
+  });
+
+  it('sorts KMS failures as the token sealer does: throttling is KMS unavailable, a refused blob is not', async () => {
+    const sealer = new KmsEnvelopeSealer(new KMSClient({}), 'alias/tv');
+    const sealed = await sealer.seal('answer', 'KEYS#ba_1');
+    const answer = (name: string, fault: 'client' | 'server') =>
+      new KMSServiceException({
+        name,
+        $fault: fault,
+        message: name,
+        $metadata: { httpStatusCode: 400 },
+      });
+
+    kms.on(DecryptCommand).rejects(answer('ThrottlingException', 'client'));
+    const throttled = await sealer.unseal(sealed, 'KEYS#ba_1').catch((e: unknown) => e);
+    kms.on(DecryptCommand).rejects(answer('InvalidCiphertextException', 'client'));
+    const refused = await sealer.unseal(sealed, 'KEYS#ba_1').catch((e: unknown) => e);
+    kms.on(GenerateDataKeyCommand).rejects(answer('ThrottlingException', 'client'));
+    const sealing = await sealer.seal('answer', 'KEYS#ba_1').catch((e: unknown) => e);
+
+    expect(throttled).toBeInstanceOf(SealerUnavailableError);
+    expect(refused).not.toBeInstanceOf(SealerUnavailableError);
+    expect(refused).toMatchObject({ name: 'InvalidCiphertextException' });
+    expect(sealing).toBeInstanceOf(SealerUnavailableError);
   });
 });
