@@ -65,27 +65,39 @@ export function fromItem(item: Item): StoredItem {
  * outage and answers 503, where this one serves degraded. That release
  * ignores the new attribute and takes the lease over as it always did, so
  * the two can run side by side during a canary.
+ *
+ * Each write of one kind removes the other (failureUpdate), so the item holds
+ * both only when that earlier release wrote `failed_at` after this one wrote
+ * `sealer_failed_at`: `failed_at` is then the later, decided by the order of
+ * the writes and never by comparing two instances' clocks.
  */
 function failureOf(item: Item): RefreshFailure | undefined {
   const failedAt = readNum(item.failed_at);
-  const sealerFailedAt = readNum(item.sealer_failed_at);
-  if (sealerFailedAt !== undefined && (failedAt === undefined || sealerFailedAt > failedAt)) {
-    return { atMs: sealerFailedAt, code: SEALER_UNAVAILABLE };
+  if (failedAt !== undefined) {
+    return { atMs: failedAt, code: item.failed_code?.S ?? 'upstream_unavailable' };
   }
-  if (failedAt === undefined) return undefined;
-  return { atMs: failedAt, code: item.failed_code?.S ?? 'upstream_unavailable' };
+  const sealerFailedAt = readNum(item.sealer_failed_at);
+  return sealerFailedAt === undefined
+    ? undefined
+    : { atMs: sealerFailedAt, code: SEALER_UNAVAILABLE };
 }
 
-/** How releasing a lease records `failure` (failureOf reads it back). */
+/** How releasing a lease records `failure` (failureOf reads it back), replacing any other record. */
 export function failureUpdate(failure: RefreshFailure): {
   readonly set: string;
+  readonly remove: readonly string[];
   readonly values: Record<string, AttributeValue>;
 } {
   if (failure.code === SEALER_UNAVAILABLE) {
-    return { set: 'sealer_failed_at = :failed', values: { ':failed': num(failure.atMs) } };
+    return {
+      set: 'sealer_failed_at = :failed',
+      remove: ['failed_at', 'failed_code'],
+      values: { ':failed': num(failure.atMs) },
+    };
   }
   return {
     set: 'failed_at = :failed, failed_code = :code',
+    remove: ['sealer_failed_at'],
     values: { ':failed': num(failure.atMs), ':code': { S: failure.code } },
   };
 }

@@ -279,7 +279,7 @@ export class DynamoDbTokenStore implements TokenStore {
           TableName: this.#table,
           Key: { pk: { S: pk } },
           UpdateExpression: recorded
-            ? `SET ${recorded.set} REMOVE lease_owner, lease_until`
+            ? `SET ${recorded.set} REMOVE ${['lease_owner', 'lease_until', ...recorded.remove].join(', ')}`
             : 'REMOVE lease_owner, lease_until',
           ConditionExpression: theLease(leaseUntil),
           ExpressionAttributeValues: {

@@ -37,7 +37,8 @@ export class AdminError extends Error {
   override name = 'AdminError';
   readonly code: string;
   constructor(code: string, detail: string, options?: { cause?: unknown }) {
-    super(`${code}: ${detail}`, options);
+    // A detail that already names its code (some key-job errors do) is not prefixed twice.
+    super(detail.startsWith(`${code}: `) ? detail : `${code}: ${detail}`, options);
     this.code = code;
     // Operators see the message, never a stack trace.
     this.stack = `${this.name}: ${this.message}`;

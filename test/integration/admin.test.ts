@@ -5,9 +5,12 @@ import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-stor
 import { type AdminDeps, createAdmin } from '../../functions/admin/admin.js';
 import { AdminError } from '../../functions/admin/admin-event.js';
 import type { StatusReport } from '../../functions/admin/status.js';
-import { UpstreamCredentialsRejectedError } from '../../functions/core/errors.js';
+import {
+  StoreUnavailableError,
+  UpstreamCredentialsRejectedError,
+} from '../../functions/core/errors.js';
 import { fixedPolicy } from '../../functions/core/policy-source.js';
-import { KeyIssuingFailedError } from '../../functions/issue-keys/errors.js';
+import { KeyIssuingFailedError, KeyJobStoreError } from '../../functions/issue-keys/errors.js';
 import type { ClearPendingKeyRequest } from '../../functions/issue-keys/event.js';
 import { forceRefresh } from '../../functions/refresh/force-refresh.js';
 import type { VendRuntime } from '../../functions/vend-token/runtime.js';
@@ -124,6 +127,37 @@ describe('admin: status', () => {
     expect(stillCachedByACaller.tokens[0]).toMatchObject({ scope: 'ba_demo_1', in_use: true });
     expect(abandoned.tokens[0]).toMatchObject({ scope: 'ba_demo_1', in_use: false });
   });
+});
+
+describe('admin: failures', () => {
+  const timedOut = 'DynamoDB Scan failed (TimeoutError)';
+  it.each([
+    [
+      'key-job listing',
+      'job_store_unavailable',
+      { jobs: { list: () => Promise.reject(new KeyJobStoreError(timedOut)) } },
+    ],
+    [
+      'token listing',
+      'store_unavailable',
+      {
+        store: {
+          list: () => Promise.reject(new StoreUnavailableError(timedOut)),
+          delete: () => Promise.resolve(false),
+        },
+      },
+    ],
+  ] as const)(
+    'a status whose %s fails answers its code first, once',
+    async (_case, code, broken) => {
+      const w = world(broken as Partial<AdminDeps>);
+
+      const error = await w.admin({ action: 'status' }).catch((e: unknown) => e);
+
+      expect(error).toMatchObject({ code });
+      expect(String((error as Error).message)).toBe(`${code}: ${timedOut}`);
+    },
+  );
 });
 
 describe('admin: invalidate', () => {

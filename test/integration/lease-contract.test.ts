@@ -300,6 +300,38 @@ describe.each(stores)('%s store: failures and use marks', (_name, makeStore) => 
     expect((await store.get(PK))?.failure).toBeUndefined();
   });
 
+  it('a token stored under the lease clears a failed seal recorded before it', async () => {
+    const store = makeStore();
+    await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000);
+    await store.releaseLease(PK, 'a', { atMs: NOW, code: 'sealer_unavailable' });
+    const failed = await store.get(PK);
+    await store.tryAcquireLease(PK, 'b', NOW + 6000, NOW + 16_000);
+
+    await store.putToken(PK, storedToken(1_800_007_206), 'b');
+
+    expect(failed?.failure).toEqual({ atMs: NOW, code: 'sealer_unavailable' });
+    expect((await store.get(PK))?.failure).toBeUndefined();
+  });
+
+  it.each([
+    ['a failed seal, then a provider failure', 'sealer_unavailable', 'upstream_unavailable'],
+    ['a provider failure, then a failed seal', 'upstream_unavailable', 'sealer_unavailable'],
+  ])(
+    'after %s, the item records the last one written, whatever the clocks said',
+    async (_case, first, last) => {
+      // Regression (review): the later timestamp won, and the two come from two
+      // instances' clocks: one 30 s ahead hid the newest failure from everyone.
+      const store = makeStore();
+      await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000);
+      await store.releaseLease(PK, 'a', { atMs: NOW + 30_000, code: first });
+      await store.tryAcquireLease(PK, 'b', NOW + 11_000, NOW + 21_000);
+
+      await store.releaseLease(PK, 'b', { atMs: NOW + 11_000, code: last });
+
+      expect((await store.get(PK))?.failure).toEqual({ atMs: NOW + 11_000, code: last });
+    },
+  );
+
   it('a use mark never creates an item, and never moves back', async () => {
     const store = makeStore();
 

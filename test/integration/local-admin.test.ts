@@ -279,6 +279,8 @@ describe('npm run admin against npm start', () => {
     });
     expect(again).toMatchObject({ code: 1 });
     expect(again.stderr).toMatch(/^admin: no_pending_key: /m);
+    // The code once, however many layers name it (regression, review).
+    expect(again.stderr).not.toContain('no_pending_key: no_pending_key');
     expect(JSON.parse(reissued.stdout)).toEqual({ issued: ['ba_demo_1'], skipped: [], failed: [] });
     const keys = JSON.parse(readFileSync(join(project, 'keys/basic-auth/ba_demo_1'), 'utf8'));
     secrets.push(keys.key, keys.secret);
