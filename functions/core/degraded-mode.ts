@@ -9,7 +9,7 @@ import { isRevoked } from './revocation.js';
 import { outcome, type TokenServiceDeps, type VendResult } from './token-service-types.js';
 
 /**
- * Service while DynamoDB fails (docs/cache-design.md): from this instance's L1 when
+ * Service while DynamoDB or KMS fails (docs/cache-design.md): from this instance's L1 when
  * it holds a servable token, else straight from the provider. Without the
  * shared failure record, each instance backs off on its own after a failure,
  * and damps `revoked=` reports on its own (one replacement a minute).

@@ -69,7 +69,7 @@ export interface VendOutcome {
   readonly refreshed: boolean;
   /** This caller waited for another instance's refresh. */
   readonly waited: boolean;
-  /** DynamoDB failed and the token was served without it. */
+  /** DynamoDB or KMS failed and the token was served without the shared cache. */
   readonly degraded: boolean;
 }
 
