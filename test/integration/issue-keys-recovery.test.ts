@@ -102,6 +102,24 @@ describe('a sealed answer KMS cannot unseal just now', () => {
     expect(keysSent()).toHaveLength(1);
     expect(kj.secrets.value(SECRET)).toBe(kj.h.answers[0]?.body);
   });
+
+  it('with force: replays the request with the kept Idempotency-Key, as for a copy that cannot be unsealed', async () => {
+    const kept = await sealedAnswerKept();
+    const throttled = kj.h.job({
+      sealer: {
+        seal: (text, context) => kj.h.sealer.seal(text, context),
+        unseal: () =>
+          Promise.reject(new SealerUnavailableError('KMS Decrypt failed (ThrottlingException)')),
+      },
+    });
+
+    const result = await throttled.run({ businessApplicationIds: [ID], force: true });
+
+    expect(result).toEqual({ issued: [ID], skipped: [], failed: [] });
+    expect(keysSent()).toHaveLength(2);
+    expect(keysSent()[1]?.headers['idempotency-key']).toBe(kept.idempotency_key?.S);
+    expect(kj.secrets.value(SECRET)).toBe(kj.h.answers[0]?.body);
+  });
 });
 
 describe('a sealed answer that cannot be unsealed', () => {

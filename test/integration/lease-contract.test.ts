@@ -346,6 +346,23 @@ describe.each(stores)('%s store: failures and use marks', (_name, makeStore) => 
   });
 });
 
+it('DynamoDB store: a provider failure recorded after a failed seal leaves no sealer_failed_at behind', async () => {
+  // The previous release's token write clears failed_at but not the newer
+  // attribute: one left behind would reappear as a failure once it stored.
+  const store = new DynamoDbTokenStore(shared.client, shared.table);
+  await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000);
+  await store.releaseLease(PK, 'a', { atMs: NOW, code: 'sealer_unavailable' });
+  await store.tryAcquireLease(PK, 'b', NOW + 11_000, NOW + 21_000);
+
+  await store.releaseLease(PK, 'b', { atMs: NOW + 11_000, code: 'upstream_unavailable' });
+
+  const raw = await shared.client.send(
+    new GetItemCommand({ TableName: shared.table, Key: { pk: { S: PK } } }),
+  );
+  expect(raw.Item).not.toHaveProperty('sealer_failed_at');
+  expect(raw.Item?.failed_code).toEqual({ S: 'upstream_unavailable' });
+});
+
 it('DynamoDB store: an error other than a failed condition is an outage, never a "no"', async () => {
   // A table that is not there: every write fails, and none may read as "lease held".
   const store = new DynamoDbTokenStore(shared.client, `${shared.table}-missing`);

@@ -52,8 +52,10 @@ it('a throttled KMS Decrypt leaves the shared token in place: instances serve de
   // Prepare: three instances; the token cached in the table
   const clock = new TestClock({ virtualSleep: true });
   const store = new DynamoDbTokenStore(shared.client, shared.table);
+  const logger = quietLogger();
+  const warn = vi.spyOn(logger, 'warn');
   const fleet = Array.from({ length: 3 }, () =>
-    fleetInstance({ sim: shared.sim, store, clock, sealer: sealer() }),
+    fleetInstance({ sim: shared.sim, store, clock, sealer: sealer(), logger }),
   );
   const cached = await ask(fleet[0]!, 'ba_demo_1');
   const mintsBefore = shared.sim.stats.tokenRequests;
@@ -74,6 +76,15 @@ it('a throttled KMS Decrypt leaves the shared token in place: instances serve de
     expectSound(answer, { scope: 'ba_demo_1', nowMs: clock.now() });
   }
   expect(mintsDuring).toBeLessThanOrEqual(fleet.length);
+  // Operators see KMS named as the cause, never a token.
+  expect(warn).toHaveBeenCalledWith(
+    'token store unavailable; serving degraded',
+    expect.objectContaining({
+      operation: 'kms',
+      error: expect.objectContaining({ name: 'SealerUnavailableError' }),
+    }),
+  );
+  expect(JSON.stringify(warn.mock.calls)).not.toContain(String(cached.body.access_token));
   for (const answer of after) expect(answer.body.access_token).toBe(cached.body.access_token);
   expect(shared.sim.stats.tokenRequests - mintsBefore).toBe(mintsDuring);
 });

@@ -227,6 +227,7 @@ describe('KmsSealer', () => {
       'KMSInvalidStateException',
       'NotFoundException',
       'InvalidKeyUsageException',
+      'InvalidGrantTokenException',
     ])('an unseal that fails with %s: the blob cannot be unsealed', async (name) => {
       kms.on(DecryptCommand).rejects(answer(name, 'client', 400));
 
@@ -254,12 +255,18 @@ describe('KmsSealer', () => {
     });
   });
 
-  it('fails when Encrypt returns no ciphertext', async () => {
+  it('fails when Encrypt returns no ciphertext, as a sealer that cannot seal now', async () => {
     // Prepare
     kms.on(EncryptCommand).resolves({});
 
-    // Act / Assess
-    await expect(sealer().seal(TOKEN, PK)).rejects.toThrow('KMS Encrypt returned no ciphertext');
+    // Act
+    const failure = await sealer()
+      .seal(TOKEN, PK)
+      .catch((e: unknown) => e);
+
+    // Assess
+    expect(failure).toBeInstanceOf(SealerUnavailableError);
+    expect(failure).toMatchObject({ message: 'KMS Encrypt returned no ciphertext' });
   });
 
   it('fails when Decrypt returns no plaintext', async () => {

@@ -357,6 +357,24 @@ describe('TokenService', () => {
     expect(t.provider.state.mints).toBe(2);
   });
 
+  it('a token write DynamoDB refuses records no failure: the next caller is served, not told the provider failed', async () => {
+    // Only a failed seal is recorded (refresh-failure.ts); a refused write
+    // recorded as a failure would answer every caller 503 for the back-off.
+    const put = t.store.putToken.bind(t.store);
+    let refusals = 1;
+    t.store.putToken = (...args) =>
+      refusals-- > 0
+        ? Promise.reject(new StoreUnavailableError('DynamoDB UpdateItem failed'))
+        : put(...args);
+
+    const first = await t.a.getToken('ba_1', 300);
+    const next = await t.b.getToken('ba_1', 300);
+
+    expect(first.outcome.degraded).toBe(true);
+    expect((await t.store.get('TOKEN#ba_1'))?.failure).toBeUndefined();
+    expect(next.token.accessToken).toEqual(expect.any(String));
+  });
+
   it('regression: a refresh whose lease was taken over before its token was stored answers busy, not "refreshed"', async () => {
     await t.a.getToken('ba_1', 300);
     t.store.putToken = async () => false;
