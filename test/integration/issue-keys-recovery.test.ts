@@ -77,19 +77,23 @@ describe('a sealed answer', () => {
 });
 
 describe('a sealed answer KMS cannot unseal just now', () => {
-  it('without force: sealer_unavailable, not recovery_failed; no provider call; kept, and the next run stores it', async () => {
-    // Regression: a throttled or failing KMS counted as a copy that cannot be
-    // unsealed (recovery_failed: "the KMS key is disabled"), sending the
-    // operator to the key when the next run would have stored the keys.
-    // Prepare: the answer is kept sealed; KMS then throttles Decrypt
-    const kept = await sealedAnswerKept();
-    const throttled = kj.h.job({
+  /** A job whose KMS throttles Decrypt: it seals as the harness does, and cannot unseal now. */
+  const kmsThrottledJob = () =>
+    kj.h.job({
       sealer: {
         seal: (text, context) => kj.h.sealer.seal(text, context),
         unseal: () =>
           Promise.reject(new SealerUnavailableError('KMS Decrypt failed (ThrottlingException)')),
       },
     });
+
+  it('without force: sealer_unavailable, not recovery_failed; no provider call; kept, and the next run stores it', async () => {
+    // Regression: a throttled or failing KMS counted as a copy that cannot be
+    // unsealed (recovery_failed: "the KMS key is disabled"), sending the
+    // operator to the key when the next run would have stored the keys.
+    // Prepare: the answer is kept sealed; KMS then throttles Decrypt
+    const kept = await sealedAnswerKept();
+    const throttled = kmsThrottledJob();
 
     // Act
     const during = await throttled.run();
@@ -105,13 +109,7 @@ describe('a sealed answer KMS cannot unseal just now', () => {
 
   it('with force: replays the request with the kept Idempotency-Key, as for a copy that cannot be unsealed', async () => {
     const kept = await sealedAnswerKept();
-    const throttled = kj.h.job({
-      sealer: {
-        seal: (text, context) => kj.h.sealer.seal(text, context),
-        unseal: () =>
-          Promise.reject(new SealerUnavailableError('KMS Decrypt failed (ThrottlingException)')),
-      },
-    });
+    const throttled = kmsThrottledJob();
 
     const result = await throttled.run({ businessApplicationIds: [ID], force: true });
 
