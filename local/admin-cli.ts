@@ -14,6 +14,7 @@ import {
   type AdminEvent,
   parseAdminEvent,
   UNSCOPED,
+  withCode,
 } from '../functions/admin/admin-event.js';
 import { type Clock, systemClock } from '../functions/core/clock.js';
 import type { Env } from '../functions/core/config.js';
@@ -108,10 +109,6 @@ function parseArguments(argv: readonly string[]): unknown {
     throw new UsageError('the event is not valid JSON');
   }
 }
-
-/** `<code>: <message>`, whether or not the message starts with the code already. */
-const withCode = (code: string, message: string): string =>
-  message.startsWith(`${code}:`) ? message : `${code}: ${message}`;
 
 function report(error: unknown, io: AdminIo): number {
   let line: string;

@@ -1,6 +1,6 @@
-import { DecryptCommand, GenerateDataKeyCommand, type KMSClient } from '@aws-sdk/client-kms';
+import { GenerateDataKeyCommand, type KMSClient } from '@aws-sdk/client-kms';
 import type { Sealer } from '../core/ports.js';
-import { AesGcmSealer, decryptFailure, kmsUnavailable } from './sealers.js';
+import { AesGcmSealer, kmsDecrypt, kmsUnavailable } from './sealers.js';
 
 /** Format byte of an envelope blob (AesGcmSealer blobs start with 1). */
 const ENVELOPE = 0x45;
@@ -54,19 +54,7 @@ export class KmsEnvelopeSealer implements Sealer {
     if (blob.length < 3 || blob[0] !== ENVELOPE) throw new Error('sealed blob is not an envelope');
     const wrappedLength = blob.readUInt16BE(1);
     const wrapped = blob.subarray(3, 3 + wrappedLength);
-    const out = await this.#client
-      .send(
-        new DecryptCommand({
-          KeyId: this.#keyId,
-          CiphertextBlob: wrapped,
-          EncryptionContext: { pk: context },
-        }),
-      )
-      .catch((error: unknown) => {
-        throw decryptFailure(error);
-      });
-    if (!out.Plaintext) throw new Error('KMS Decrypt returned no plaintext');
-    const dataKey = Buffer.from(out.Plaintext);
+    const dataKey = Buffer.from(await kmsDecrypt(this.#client, this.#keyId, wrapped, context));
     try {
       return await new AesGcmSealer(dataKey).unseal(blob.subarray(3 + wrappedLength), context);
     } finally {

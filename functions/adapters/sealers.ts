@@ -34,10 +34,35 @@ export const kmsUnavailable = (operation: string, error: unknown): SealerUnavail
   );
 
 /** A failed Decrypt: the error itself when the blob cannot be unsealed (CANNOT_UNSEAL), else KMS unavailable. */
-export const decryptFailure = (error: unknown): unknown =>
+const decryptFailure = (error: unknown): unknown =>
   error instanceof Error && CANNOT_UNSEAL.has(error.name)
     ? error
     : kmsUnavailable('Decrypt', error);
+
+/**
+ * KMS Decrypt of `blob` under `keyId`, with the item key `context` as its
+ * encryption context: the plaintext, or the failure sorted by decryptFailure.
+ */
+export async function kmsDecrypt(
+  client: KMSClient,
+  keyId: string,
+  blob: Uint8Array,
+  context: string,
+): Promise<Uint8Array> {
+  const out = await client
+    .send(
+      new DecryptCommand({
+        KeyId: keyId,
+        CiphertextBlob: blob,
+        EncryptionContext: { pk: context },
+      }),
+    )
+    .catch((error: unknown) => {
+      throw decryptFailure(error);
+    });
+  if (!out.Plaintext) throw new Error('KMS Decrypt returned no plaintext');
+  return out.Plaintext;
+}
 
 /**
  * Seals with KMS Encrypt; the item key is the encryption context, so blobs
@@ -71,19 +96,8 @@ export class KmsSealer implements Sealer {
   }
 
   async unseal(sealed: Uint8Array, context: string): Promise<string> {
-    const out = await this.#client
-      .send(
-        new DecryptCommand({
-          KeyId: this.#keyId,
-          CiphertextBlob: sealed,
-          EncryptionContext: { pk: context },
-        }),
-      )
-      .catch((error: unknown) => {
-        throw decryptFailure(error);
-      });
-    if (!out.Plaintext) throw new Error('KMS Decrypt returned no plaintext');
-    return Buffer.from(out.Plaintext).toString('utf8');
+    const plaintext = await kmsDecrypt(this.#client, this.#keyId, sealed, context);
+    return Buffer.from(plaintext).toString('utf8');
   }
 }
 

@@ -32,13 +32,16 @@ export type AdminEvent =
   | { readonly action: 'issue-keys'; readonly event: Record<string, unknown> }
   | { readonly action: 'clear-pending-key'; readonly request: ClearPendingKeyRequest };
 
+/** `<code>: <message>`, whether or not the message starts with the code already (some key-job errors do). */
+export const withCode = (code: string, message: string): string =>
+  message.startsWith(`${code}:`) ? message : `${code}: ${message}`;
+
 /** An admin request that failed; `code` is machine-readable and starts the message. */
 export class AdminError extends Error {
   override name = 'AdminError';
   readonly code: string;
   constructor(code: string, detail: string, options?: { cause?: unknown }) {
-    // A detail that already names its code (some key-job errors do) is not prefixed twice.
-    super(detail.startsWith(`${code}: `) ? detail : `${code}: ${detail}`, options);
+    super(withCode(code, detail), options);
     this.code = code;
     // Operators see the message, never a stack trace.
     this.stack = `${this.name}: ${this.message}`;

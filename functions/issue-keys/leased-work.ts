@@ -83,10 +83,9 @@ export class LeasedWork {
 
     if (record.state === 'received' && record.sealed && record.idempotencyKey) {
       const body = await this.#unsealedAnswer(record.sealed, force);
-      if (body === 'unreadable' || body === 'kms-unavailable') {
-        const code = body === 'unreadable' ? 'recovery_failed' : 'sealer_unavailable';
-        await this.fail(code);
-        return failed(code);
+      if (body === 'recovery_failed' || body === 'sealer_unavailable') {
+        await this.fail(body);
+        return failed(body);
       }
       if (body !== 'replay') {
         deps.logger.info('storing the sealed answer of an earlier run; provider not called', {
@@ -149,14 +148,15 @@ export class LeasedWork {
   }
 
   /**
-   * The sealed answer, 'replay' to call the provider again (force), or why
-   * not: 'unreadable', or 'kms-unavailable' when KMS could not answer now
-   * (the next run tries again; a forced run replays as for an unreadable copy).
+   * The sealed answer, 'replay' to call the provider again (force), or the
+   * code the id fails with: 'recovery_failed' for a copy that cannot be
+   * unsealed, 'sealer_unavailable' when KMS could not answer now (the next
+   * run tries again; a forced run replays as for an unreadable copy).
    */
   async #unsealedAnswer(
     sealed: NonNullable<KeyJobRecord['sealed']>,
     force: boolean,
-  ): Promise<Uint8Array | 'replay' | 'unreadable' | 'kms-unavailable'> {
+  ): Promise<Uint8Array | 'replay' | 'recovery_failed' | 'sealer_unavailable'> {
     try {
       const text = await this.#deps.sealer.unseal(sealed.blob, keyJobKey(this.#id));
       return unsealed(text, sealed.encoding);
@@ -167,14 +167,14 @@ export class LeasedWork {
           'KMS could not unseal the sealed answer now; kept, provider not called (the next run tries again)',
           { ...this.#log, errorName: name, cause: causeName(error) },
         );
-        return 'kms-unavailable';
+        return 'sealer_unavailable';
       }
       if (!force) {
         this.#deps.logger.error(
           'the sealed answer cannot be unsealed; kept, provider not called (force replays the request with the same Idempotency-Key)',
           { ...this.#log, errorName: name },
         );
-        return 'unreadable';
+        return 'recovery_failed';
       }
       this.#deps.logger.warn(
         'the sealed answer cannot be unsealed; force: replaying the request with the same Idempotency-Key',
