@@ -90,6 +90,23 @@ afterEach(() => {
 
 const context = { functionName: 'vend-token', awsRequestId: 'r1' } as unknown as Context;
 
+/**
+ * Runs `act` with DynamoDB's endpoint pointed at a server that accepts
+ * connections and never answers; closes it after.
+ */
+async function withHungDynamoDb<T>(act: () => Promise<T>): Promise<T> {
+  const hung = createServer((request) => request.resume());
+  await new Promise<void>((ready) => hung.listen(0, '127.0.0.1', ready));
+  const { port } = hung.address() as AddressInfo;
+  process.env.AWS_ENDPOINT_URL_DYNAMODB = `http://127.0.0.1:${port}`;
+  try {
+    return await act();
+  } finally {
+    hung.closeAllConnections();
+    hung.close();
+  }
+}
+
 describe('vend-token Lambda handler', () => {
   it('serves a token, sealing it with KMS under the item key as encryption context', async () => {
     const { handler } = await import('../../functions/vend-token/handler.js');
@@ -174,22 +191,14 @@ describe('vend-token Lambda handler', () => {
     // Regression (review): the SDK's requestTimeout only logged a warning
     // (throwOnRequestTimeout was not set), so a hung DynamoDB hung every vend
     // until the Lambda timeout instead of turning into degraded service.
-    const hung = createServer((request) => request.resume());
-    await new Promise<void>((ready) => hung.listen(0, '127.0.0.1', ready));
-    const { port } = hung.address() as AddressInfo;
-    process.env.AWS_ENDPOINT_URL_DYNAMODB = `http://127.0.0.1:${port}`;
-    try {
+    const result = await withHungDynamoDb(async () => {
       const { handler } = await import('../../functions/vend-token/handler.js');
+      return handler(urlEvent({ query: 'scope=ba_demo_1' }), context);
+    });
 
-      const result = await handler(urlEvent({ query: 'scope=ba_demo_1' }), context);
-
-      const answer = result as { statusCode: number; body: string };
-      expect(answer.statusCode).toBe(200);
-      expect(JSON.parse(answer.body).access_token).toEqual(expect.any(String));
-    } finally {
-      hung.closeAllConnections();
-      hung.close();
-    }
+    const answer = result as { statusCode: number; body: string };
+    expect(answer.statusCode).toBe(200);
+    expect(JSON.parse(answer.body).access_token).toEqual(expect.any(String));
   }, 15_000);
 
   it('refuses to start with an access policy naming an unlisted scope', async () => {
@@ -338,24 +347,16 @@ describe('admin Lambda handler', () => {
   it('fails an action within seconds, its message starting with its code, when DynamoDB accepts connections and never answers', async () => {
     // Regression: the admin's DynamoDB client had no timeout, so a hung table
     // held the operator's console until the admin's 11-minute Lambda timeout.
-    const hung = createServer((request) => request.resume());
-    await new Promise<void>((ready) => hung.listen(0, '127.0.0.1', ready));
-    const { port } = hung.address() as AddressInfo;
-    process.env.AWS_ENDPOINT_URL_DYNAMODB = `http://127.0.0.1:${port}`;
-    try {
+    const error = await withHungDynamoDb(async () => {
       const { handler } = await import('../../functions/admin/handler.js');
+      return handler({ action: 'status' }, context).catch((e: unknown) => e);
+    });
 
-      const error = await handler({ action: 'status' }, context).catch((e: unknown) => e);
-
-      // Status lists tokens and key jobs at once: either listing may fail first.
-      expect(error).toMatchObject({ code: expect.stringMatching(/^(job_)?store_unavailable$/) });
-      expect(String((error as Error).message)).toMatch(
-        /^(job_)?store_unavailable: DynamoDB \w+ failed \(TimeoutError\)/,
-      );
-    } finally {
-      hung.closeAllConnections();
-      hung.close();
-    }
+    // Status lists tokens and key jobs at once: either listing may fail first.
+    expect(error).toMatchObject({ code: expect.stringMatching(/^(job_)?store_unavailable$/) });
+    expect(String((error as Error).message)).toMatch(
+      /^(job_)?store_unavailable: DynamoDB \w+ failed \(TimeoutError\)/,
+    );
   }, 15_000);
 
   it('answers status from the table and dispatches refresh and issue-keys to their functions', async () => {
