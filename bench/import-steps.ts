@@ -29,7 +29,17 @@ const POWERTOOLS = `import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 export const powertools = [new Logger({ serviceName: 'token-vending' }), new Metrics({ namespace: 'TokenVending', serviceName: 'vend-token' })];`;
 
-const STEPS = [
+const VEND = resolve(import.meta.dirname, '../functions/vend-token/handler.ts');
+
+interface Step {
+  readonly label: string;
+  readonly entry: { path: string } | { contents: string };
+  /** Bundled as for Lambda (the cut credential chain); default true. */
+  readonly forLambda?: boolean;
+  readonly alias?: Readonly<Record<string, string>>;
+}
+
+const STEPS: readonly Step[] = [
   {
     label: 'the three SDK clients, imported (the bench baseline)',
     entry: { contents: `${SDK}\nexport { DynamoDBClient, KMSClient, SecretsManagerClient };` },
@@ -59,7 +69,15 @@ const STEPS = [
   },
   {
     label: 'the vend function',
-    entry: { path: resolve(import.meta.dirname, '../functions/vend-token/handler.ts') },
+    entry: { path: VEND },
+  },
+  {
+    label: '... with logging and metrics that do nothing (no Powertools)',
+    entry: { path: VEND },
+    alias: {
+      '@aws-lambda-powertools/logger': './bench/silent-powertools.ts',
+      '@aws-lambda-powertools/metrics': './bench/silent-powertools.ts',
+    },
   },
 ];
 
@@ -69,7 +87,10 @@ try {
   const sizes: number[] = [];
   for (const [i, step] of STEPS.entries()) {
     const file = join(dir, `step-${i}.mjs`);
-    const built = await bundle(step.entry, { forLambda: step.forLambda ?? true });
+    const built = await bundle(step.entry, {
+      forLambda: step.forLambda ?? true,
+      ...(step.alias ? { alias: step.alias } : {}),
+    });
     await writeFile(file, built.code);
     files.push(file);
     sizes.push(built.bytes);

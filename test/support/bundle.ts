@@ -10,11 +10,15 @@ const ROOT = resolve(import.meta.dirname, '../..');
  * mainFields prefer the packages' ES module builds so unused code shakes out,
  * and the construct's target (the Lambda runtime's Node.js), which it returns.
  * `forLambda` adds the imports the construct replaces (infra/lambda-bundling.ts);
- * without it the bundle is what any Node service would get.
+ * without it the bundle is what any Node service would get. `alias` replaces
+ * further imports (paths from the repo root), for what-if bundles in the bench.
  */
 export async function bundle(
   entry: { path: string } | { contents: string },
-  { forLambda = false }: { forLambda?: boolean } = {},
+  {
+    forLambda = false,
+    alias = {},
+  }: { forLambda?: boolean; alias?: Readonly<Record<string, string>> } = {},
 ): Promise<{
   bytes: number;
   inputs: string[];
@@ -24,7 +28,7 @@ export async function bundle(
 }> {
   const result = await build({
     absWorkingDir: ROOT,
-    ...(forLambda ? { alias: { ...LAMBDA_BUNDLE_ALIASES } } : {}),
+    alias: { ...(forLambda ? LAMBDA_BUNDLE_ALIASES : {}), ...alias },
     ...('path' in entry
       ? { entryPoints: [entry.path] }
       : { stdin: { contents: entry.contents, resolveDir: ROOT, loader: 'ts' } }),
