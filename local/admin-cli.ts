@@ -82,14 +82,19 @@ class UsageError extends Error {}
  * After an invalidate or a refresh, the running stack's instances forget what
  * they hold in memory for the scope, so the next vend shows what was done (in
  * AWS, instances keep a token in memory for up to 60 s). A stack that cannot
- * be told is reported, not an error: the table was changed.
+ * be told is reported, not an error: the table was changed. Answers whether
+ * the stack was told (undefined for other actions).
  */
-async function forgetInStack(event: AdminEvent, info: StackInfo, io: AdminIo): Promise<void> {
+async function forgetInStack(
+  event: AdminEvent,
+  info: StackInfo,
+  io: AdminIo,
+): Promise<boolean | undefined> {
   let request: ForgetRequest;
   if (event.action === 'invalidate' && event.all) request = { all: true };
   else if (event.action === 'invalidate' || event.action === 'refresh') {
     request = { scopes: [event.scope ?? UNSCOPED] };
-  } else return;
+  } else return undefined;
   const told =
     info.control !== undefined && (await askStackToForget(info.control, request, io.fetch));
   if (!told) {
@@ -98,6 +103,22 @@ async function forgetInStack(event: AdminEvent, info: StackInfo, io: AdminIo): P
         'its vends may serve the old token for up to 60 s\n',
     );
   }
+  return told;
+}
+
+/** What an invalidate's note says once the local stack's instances were told. */
+export const LOCAL_INVALIDATE_NOTE =
+  "The running stack's instances dropped their in-memory copy; the next vend mints anew.";
+
+/**
+ * The admin's answer as the local stack makes it true: an invalidate's note
+ * speaks of Lambda instances keeping their copy up to 60 s, but the local
+ * stack's were told at once.
+ */
+function asLocalResult(event: AdminEvent, result: unknown, told: boolean | undefined): unknown {
+  if (event.action !== 'invalidate' || told !== true) return result;
+  if (typeof result !== 'object' || result === null || !('note' in result)) return result;
+  return { ...result, note: LOCAL_INVALIDATE_NOTE };
 }
 
 function parseArguments(argv: readonly string[]): unknown {
@@ -165,8 +186,8 @@ export async function runAdminCli(argv: readonly string[], io: AdminIo): Promise
     const admin = createLocalAdmin(target, { clock, logger: stderrLogger(io.stderr) });
     close = admin.close;
     const result = await admin.run(event);
-    io.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-    await forgetInStack(parsed, target.info, io);
+    const told = await forgetInStack(parsed, target.info, io);
+    io.stdout.write(`${JSON.stringify(asLocalResult(parsed, result, told), null, 2)}\n`);
     return 0;
   } catch (error) {
     return report(error, io);

@@ -161,7 +161,8 @@ export function readLocalSettings(env: Env): LocalSettings {
 /**
  * What a running stack recorded, as the environment variables `npm start`
  * was (in effect) given: the fallback for each variable `npm run admin` lacks.
- * The access policy is reduced to its scopes (admin never serves a vend).
+ * The access policy is the stack's own, so admin reports the version the
+ * vend URL serves.
  */
 export function stackFileEnv(info: StackInfo): Env {
   return {
@@ -169,9 +170,9 @@ export function stackFileEnv(info: StackInfo): Env {
     DYNAMODB_ENDPOINT: info.dynamodbEndpoint,
     TABLE_NAME: info.tableName,
     UNSCOPED_SCOPE_MODE: info.unscopedScopeMode,
-    // The stack's policy file, read afresh; else the scopes it started with.
+    // The stack's policy file, read afresh; else the policy it serves.
     ...(info.accessPolicyFile === undefined
-      ? { ACCESS_POLICY: JSON.stringify({ scopes: info.scopes, grants: [] }) }
+      ? { ACCESS_POLICY: info.accessPolicy ?? JSON.stringify({ scopes: info.scopes, grants: [] }) }
       : { ACCESS_POLICY_FILE: info.accessPolicyFile }),
     LOCAL_IDENTITIES: JSON.stringify([info.identity]),
     ...(info.providerSimulated ? {} : { PROVIDER_BASE_URL: info.providerUrl }),
@@ -218,6 +219,7 @@ const StackInfoSchema = v.object({
   identity: Identity,
   sealingKeyFile: v.string(),
   accessPolicyFile: v.optional(v.string()),
+  accessPolicy: v.optional(v.string()),
   localSecretsDir: v.string(),
   keyIssuing: v.object({
     businessApplicationIds: v.array(v.string()),

@@ -44,6 +44,12 @@ export interface StackInfo {
   readonly scopes: readonly string[];
   /** `ACCESS_POLICY_FILE` (absolute), which `npm run admin` reads too. */
   readonly accessPolicyFile?: string;
+  /**
+   * Without a policy file, the policy the stack serves (`ACCESS_POLICY`, or
+   * the demo policy), so `npm run admin` judges and reports the same policy
+   * (its status shows the same version as the vend URL's `GET /grants`).
+   */
+  readonly accessPolicy?: string;
   readonly identity: LocalIdentity;
   /**
    * The AES-256-GCM key sealing cached tokens (base64, mode 0600, beside the
@@ -212,7 +218,9 @@ export async function startLocalStack(
       tableName: vend.tableName,
       unscopedScopeMode: vend.unscopedScopeMode,
       scopes: [...settings.policy.policy.scopes],
-      ...(settings.policy.kind === 'file' ? { accessPolicyFile: settings.policy.path } : {}),
+      ...(settings.policy.kind === 'file'
+        ? { accessPolicyFile: settings.policy.path }
+        : { accessPolicy: settings.policy.text }),
       identity: identities[0] as LocalIdentity,
       ...(sealingKeyFile === undefined ? {} : { sealingKeyFile }),
       localSecretsDir: resolve(settings.localSecretsDir),

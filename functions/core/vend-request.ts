@@ -25,9 +25,9 @@ const FINGERPRINT = /^[0-9a-f]{16}$/;
 const DETAIL = {
   scope: 'scope must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$',
   minTtl: `min_ttl must be an integer from 0 to ${MAX_MIN_TTL}`,
-  emptyName: 'A parameter has an empty name; use scope and min_ttl.',
+  emptyName: 'A parameter has an empty name; use scope, min_ttl and revoked.',
   revoked: 'revoked must be a token fingerprint: 16 lower-case hex digits',
-  unknown: 'Unknown parameter; use scope and min_ttl.',
+  unknown: 'Unknown parameter; use scope, min_ttl and revoked.',
   repeated: {
     scope: 'Parameter "scope" is repeated.',
     min_ttl: 'Parameter "min_ttl" is repeated.',
@@ -59,7 +59,8 @@ export function parseVendRequest(rawQueryString: string): VendRequest {
       if (!SCOPE_PATTERN.test(value)) throw new InvalidRequestError(DETAIL.scope);
       scope = value;
     } else {
-      if (!/^\d{1,4}$/.test(value) || Number(value) > MAX_MIN_TTL) {
+      // Decimal digits read by their value, leading zeros or not (`0300` is 300).
+      if (!/^\d+$/.test(value) || Number(value) > MAX_MIN_TTL) {
         throw new InvalidRequestError(DETAIL.minTtl);
       }
       minTtl = Number(value);

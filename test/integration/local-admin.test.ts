@@ -15,6 +15,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { TokenVendingClient } from '../../client/index.js';
 import { ADMIN_EVENTS } from '../../functions/admin/admin-event.js';
+import { LOCAL_INVALIDATE_NOTE } from '../../local/admin-cli.js';
 import { DEMO_IDENTITY } from '../../local/local-identities.js';
 import type { StackInfo } from '../../local/stack.js';
 import { type NpmStartGroup, projectOfItsOwn, startNpmStartGroup } from '../support/npm-start.js';
@@ -208,6 +209,8 @@ describe('npm run admin against npm start', () => {
 
     expect(refresh).toMatchObject({ code: 0, stderr: '' });
     expect(invalidate).toMatchObject({ code: 0, stderr: '' });
+    // Regression: the answer said instances keep their copy up to 60 s, as in AWS.
+    expect(JSON.parse(invalidate.stdout).note).toBe(LOCAL_INVALIDATE_NOTE);
     expect(new Set(afterRefresh).size).toBe(1);
     expect(afterRefresh[0]).not.toBe(held);
     expect(new Set(afterInvalidate).size).toBe(1);
@@ -292,6 +295,18 @@ describe('npm run admin against npm start', () => {
     expect(run).toMatchObject({ code: 1, stdout: '' });
     expect(run.stderr).toMatch(/^admin: invalid_request: /);
     for (const event of ADMIN_EVENTS) expect(run.stderr).toContain(event);
+  });
+
+  it('regression: status shows the policy the stack serves, the version GET /grants answers, with its grants', async () => {
+    // The stack was started without ACCESS_POLICY: it serves the demo policy.
+    const grants = await vendClient().getGrants();
+
+    const run = await admin('{"action":"status"}');
+
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    const { policy } = JSON.parse(run.stdout);
+    expect(policy.version).toBe(grants.policyVersion);
+    expect(policy.principals).toBeGreaterThan(0);
   });
 
   it('invalidates every cached token', async () => {

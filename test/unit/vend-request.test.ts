@@ -2,13 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { InvalidRequestError } from '../../functions/core/errors.js';
 import { parseVendRequest } from '../../functions/core/vend-request.js';
 
-const UNKNOWN = 'Unknown parameter; use scope and min_ttl.';
+const UNKNOWN = 'Unknown parameter; use scope, min_ttl and revoked.';
 
 /** Every detail parseVendRequest may give, written out here so a new one must be added on purpose. */
 const OUR_DETAILS = [
   'scope must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$',
   'min_ttl must be an integer from 0 to 3600',
-  'A parameter has an empty name; use scope and min_ttl.',
+  'A parameter has an empty name; use scope, min_ttl and revoked.',
   UNKNOWN,
   'Parameter "scope" is repeated.',
   'Parameter "min_ttl" is repeated.',
@@ -58,16 +58,41 @@ describe('parseVendRequest', () => {
     expect(request.minTtl).toBe(expected);
   });
 
-  it.each(['3601', '9999', '10000', '-1', '1.5', '1e3', 'abc', '', ' 5', '0x10', '%EF%BC%95'])(
-    'rejects min_ttl=%j',
-    (raw) => {
+  it.each([
+    ['00300', 300],
+    [`${'0'.repeat(30)}3600`, 3600],
+    [`${'0'.repeat(30)}7`, 7],
+  ])(
+    'regression: min_ttl=%s with leading zeros is read by its value, whatever its length',
+    (raw, expected) => {
       // Act
-      const error = rejection(`min_ttl=${raw}`);
+      const request = parseVendRequest(`min_ttl=${raw}`);
 
       // Assess
-      expect(error.message).toBe('min_ttl must be an integer from 0 to 3600');
+      expect(request.minTtl).toBe(expected);
     },
   );
+
+  it.each([
+    '3601',
+    '9999',
+    '10000',
+    `${'0'.repeat(30)}3601`,
+    '-1',
+    '1.5',
+    '1e3',
+    'abc',
+    '',
+    ' 5',
+    '0x10',
+    '%EF%BC%95',
+  ])('rejects min_ttl=%j', (raw) => {
+    // Act
+    const error = rejection(`min_ttl=${raw}`);
+
+    // Assess
+    expect(error.message).toBe('min_ttl must be an integer from 0 to 3600');
+  });
 
   it('accepts a scope of 128 characters', () => {
     // Prepare
@@ -178,7 +203,7 @@ describe('parseVendRequest', () => {
     const error = rejection('=x');
 
     // Assess
-    expect(error.message).toBe('A parameter has an empty name; use scope and min_ttl.');
+    expect(error.message).toBe('A parameter has an empty name; use scope, min_ttl and revoked.');
   });
 
   it.each(
