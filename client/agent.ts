@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { CliError } from './cli-error.js';
 import { TokenVendingError } from './errors.js';
 import type { TokenVendingClient } from './token-vending-client.js';
-import { MAX_MIN_TTL, type ProblemCode, SCOPE_PATTERN } from './vend-api.js';
+import { MAX_MIN_TTL, minTtlValue, type ProblemCode, SCOPE_PATTERN } from './vend-api.js';
 import { vendBody } from './vend-body.js';
 
 /** The header carrying the agent token, as the Secrets Manager Agent's `X-Aws-Parameters-Secrets-Token`. */
@@ -144,8 +144,9 @@ function tokenQuery(
       `scope must match ${SCOPE_PATTERN.source}`,
     );
   }
-  const minTtl = search.get('min_ttl') ?? undefined;
-  if (minTtl !== undefined && (!/^\d{1,4}$/.test(minTtl) || Number(minTtl) > MAX_MIN_TTL)) {
+  const minTtlText = search.get('min_ttl') ?? undefined;
+  const minTtl = minTtlText === undefined ? undefined : minTtlValue(minTtlText);
+  if (minTtlText !== undefined && minTtl === undefined) {
     return problem(
       'invalid_request',
       'Invalid request',
@@ -162,7 +163,7 @@ function tokenQuery(
   }
   return {
     ...(scope !== undefined ? { scope } : {}),
-    ...(minTtl !== undefined ? { minTtl: Number(minTtl) } : {}),
+    ...(minTtl !== undefined ? { minTtl } : {}),
     ...(revoked !== undefined ? { revoked } : {}),
   };
 }

@@ -1,7 +1,7 @@
 /** Argument parsing the `tvm` commands share. */
 import { parseArgs } from 'node:util';
 import { UsageError } from './cli-error.js';
-import { MAX_MIN_TTL } from './vend-api.js';
+import { MAX_MIN_TTL, minTtlValue } from './vend-api.js';
 
 type Options = NonNullable<Parameters<typeof parseArgs>[0]>['options'];
 
@@ -29,10 +29,11 @@ export function shown(value: string): string {
 /** `--min-ttl`: whole seconds, 0..3600; undefined when not given. */
 export function parseMinTtl(value: string | undefined, command: string): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^\d{1,4}$/.test(value) || Number(value) > MAX_MIN_TTL) {
+  const seconds = minTtlValue(value);
+  if (seconds === undefined) {
     throw new UsageError(`--min-ttl must be a whole number of seconds, 0..${MAX_MIN_TTL}`, command);
   }
-  return Number(value);
+  return seconds;
 }
 
 /** Throws a usage error naming the first positional argument, if any. */

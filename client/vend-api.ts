@@ -25,3 +25,13 @@ export const SCOPE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 /** The largest `min_ttl` the vend API accepts, in seconds. */
 export const MAX_MIN_TTL = 3600;
+
+/**
+ * A `min_ttl` as the vend API reads it: decimal digits, leading zeros or not
+ * (`0300` is 300), 0..MAX_MIN_TTL. Undefined when it is not one.
+ */
+export function minTtlValue(text: string): number | undefined {
+  if (!/^\d+$/.test(text)) return undefined;
+  const value = Number(text);
+  return value <= MAX_MIN_TTL ? value : undefined;
+}

@@ -11,13 +11,14 @@ import {
   MAX_MIN_TTL as CLIENT_MAX_MIN_TTL,
   SCOPE_PATTERN as CLIENT_SCOPE_PATTERN,
   type ProblemCode as ClientProblemCode,
+  minTtlValue,
   PROBLEM_CODES,
 } from '../../client/vend-api.js';
 import { SCOPE_PATTERN } from '../../functions/core/access-policy.js';
 import type { ProblemCode } from '../../functions/core/errors.js';
 import * as vendErrors from '../../functions/core/errors.js';
 import { problemResponse } from '../../functions/core/problem.js';
-import { MAX_MIN_TTL } from '../../functions/core/vend-request.js';
+import { MAX_MIN_TTL, parseVendRequest } from '../../functions/core/vend-request.js';
 import type { StackInfo } from '../../local/stack.js';
 
 /** One instance of every VendError subclass the vend function defines. */
@@ -77,6 +78,34 @@ describe('request syntax', () => {
 
   it('has the largest min_ttl of the vend request', () => {
     expect(CLIENT_MAX_MIN_TTL).toBe(MAX_MIN_TTL);
+  });
+
+  it.each([
+    '0',
+    '300',
+    '3600',
+    '3601',
+    '0300',
+    '00300',
+    `${'0'.repeat(30)}3600`,
+    `${'0'.repeat(30)}3601`,
+    '',
+    '-1',
+    '1.5',
+    '1e3',
+    ' 5',
+    '+5',
+    '0x10',
+    '\u0967',
+  ])('reads min_ttl=%j as the vend function does', (text) => {
+    let vend: number | undefined;
+    try {
+      vend = parseVendRequest(new URLSearchParams({ min_ttl: text }).toString()).minTtl;
+    } catch {
+      vend = undefined;
+    }
+
+    expect(minTtlValue(text)).toBe(vend);
   });
 });
 
