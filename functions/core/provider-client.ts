@@ -63,7 +63,9 @@ export function sendTokenRequest(
     },
     body: body.toString(),
     signal,
-    redirect: 'error',
+    // Not 'error': fetch would throw as for a network failure, and a definite
+    // answer would be retried and reported as the provider being unreachable.
+    redirect: 'manual',
   });
 }
 
@@ -197,7 +199,10 @@ export function retryAfterSeconds(response: Response, nowMs = Date.now()): numbe
 /**
  * Requests a token: one attempt plus up to `maxRetries` retries on network
  * errors, timeouts, 429 and 5xx, with exponential backoff and full jitter,
- * honouring Retry-After up to `maxRetryAfterMs`. Other 4xx are not retried.
+ * honouring Retry-After up to `maxRetryAfterMs` (a longer one ends the
+ * attempts: retrying before it would only be refused again). Other 4xx and
+ * redirects are not retried; a redirect is never followed (it would carry
+ * our Basic credentials elsewhere) and is an unexpected answer.
  * Nothing is waited for past `deadlineMs` (the end of the caller's lease: a
  * request still out after it could mint a second token once another instance
  * takes the lease over): each attempt's timeout is cut to the time left, no
@@ -241,8 +246,11 @@ export async function requestToken(
           : new UpstreamUnavailableError(describeNetworkError(error), 5, { cause: error });
     }
     if (attempt >= maxRetries) throw failure;
+    // A provider that asks for longer than we may wait is not asked again
+    // sooner: the caller gets its hint (up to a minute) with the 503.
+    if (hintedSeconds !== undefined && hintedSeconds * 1000 > maxRetryAfterMs) throw failure;
     const backoff = Math.floor(deps.random() * backoffBaseMs * 2 ** attempt);
-    const wait = Math.max(backoff, Math.min((hintedSeconds ?? 0) * 1000, maxRetryAfterMs));
+    const wait = Math.max(backoff, (hintedSeconds ?? 0) * 1000);
     if (deps.clock.now() + wait + timeoutMs > deadlineMs) throw failure;
     await deps.clock.sleep(wait);
   }

@@ -28,7 +28,11 @@ export function keysUrl(baseUrl: string, businessApplicationId: string): string 
   return `${baseUrl.replace(/\/+$/, '')}/partner/v1/basic_auth/business_applications/${encodeURIComponent(businessApplicationId)}/keys`;
 }
 
-/** Sends one key-issuing request; `redirect: 'error'` so the token never follows a redirect. */
+/**
+ * Sends one key-issuing request. A redirect is never followed (the token would
+ * go with it); `manual`, not `error`, so it is answered as an unexpected
+ * status (`upstream_error`), not retried as if the endpoint were unreachable.
+ */
 export function sendKeysRequest(
   fetchImpl: typeof fetch,
   request: KeysRequest,
@@ -45,7 +49,7 @@ export function sendKeysRequest(
     headers,
     ...(request.body === undefined ? {} : { body: request.body }),
     signal,
-    redirect: 'error',
+    redirect: 'manual',
   });
 }
 

@@ -42,7 +42,7 @@ describe('issuing', () => {
     expect(request).toMatchObject({
       url: `${kj.h.sim.url}/partner/v1/basic_auth/business_applications/ba_demo_1/keys`,
       method: 'POST',
-      redirect: 'error',
+      redirect: 'manual',
     });
     expect(request?.headers.authorization).toMatch(/^Bearer sim_/);
     expect(request?.headers['idempotency-key']).toMatch(UUID);

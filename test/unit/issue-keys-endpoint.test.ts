@@ -6,6 +6,7 @@ import {
   readKeysResponse,
   sendKeysRequest,
 } from '../../functions/issue-keys/keys-endpoint.js';
+import { startRedirectingServer } from '../support/redirecting-server.js';
 
 const NOW = Date.UTC(2030, 0, 1);
 
@@ -16,7 +17,7 @@ async function refusal(response: Response): Promise<KeysEndpointError> {
 }
 
 describe('sendKeysRequest', () => {
-  it('POSTs with Bearer, Idempotency-Key, Accept, no body, redirect error', async () => {
+  it('POSTs with Bearer, Idempotency-Key, Accept, no body, redirects not followed', async () => {
     // Prepare
     const calls: Array<[string, RequestInit]> = [];
     const fetchImpl = (async (input: string, init: RequestInit) => {
@@ -49,7 +50,7 @@ describe('sendKeysRequest', () => {
             accept: 'application/json',
           },
           signal,
-          redirect: 'error',
+          redirect: 'manual',
         },
       ],
     ]);
@@ -80,6 +81,37 @@ describe('sendKeysRequest', () => {
     expect(seen?.body).toBe('{"a":1}');
     expect(seen?.headers).toMatchObject({ 'content-type': 'application/json' });
   });
+
+  it.each([302, 307])(
+    'regression: a real %i is upstream_error, not retried as unreachable, and the token does not follow it',
+    async (status) => {
+      // Prepare
+      const redirecting = await startRedirectingServer(status);
+      try {
+        // Act
+        const error = await sendKeysRequest(
+          fetch,
+          {
+            baseUrl: redirecting.url,
+            businessApplicationId: 'ba_1',
+            accessToken: 'tok',
+            idempotencyKey: 'idem',
+          },
+          AbortSignal.timeout(5000),
+        )
+          .then((response) => readKeysResponse(response, NOW))
+          .catch((e: unknown) => e);
+
+        // Assess
+        expect(error).toBeInstanceOf(KeysEndpointError);
+        expect(error).toMatchObject({ code: 'upstream_error', status, retryable: false });
+        expect(redirecting.answered()).toBe(1);
+        expect(redirecting.followed).toEqual([]);
+      } finally {
+        await redirecting.close();
+      }
+    },
+  );
 
   it('keeps a base path', () => {
     expect(keysUrl('https://p.example/api', 'ba_1')).toBe(

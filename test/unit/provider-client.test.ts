@@ -20,6 +20,7 @@ import {
   startProviderSimulator,
   type TokenFault,
 } from '../../local/provider-simulator.js';
+import { startRedirectingServer } from '../support/redirecting-server.js';
 
 const START_MS = Date.UTC(2030, 0, 1, 0, 0, 0, 789);
 const CREDENTIALS: ProviderCredentials = { ...DEMO_PROVIDER_CREDENTIALS, version: 'v1' };
@@ -230,6 +231,29 @@ describe('requestToken: answers that are not retried', () => {
     expect(sim.stats.tokenRequests).toBe(1);
     expect(clock.waits).toEqual([]);
   });
+
+  it.each([301, 302, 307, 308])(
+    'regression: a %i is upstream_error, neither followed nor retried as an outage',
+    async (status) => {
+      // Prepare
+      const redirecting = await startRedirectingServer(status);
+      try {
+        // Act
+        const error = await failure(
+          requestToken(deps, { ...config, baseUrl: redirecting.url }, CREDENTIALS, 'ba_demo_1'),
+        );
+
+        // Assess
+        expect(error).toMatchObject({ code: 'upstream_error', status: 502 });
+        expect(error.message).toBe(`The provider answered HTTP ${status}.`);
+        expect(redirecting.answered()).toBe(1);
+        expect(redirecting.followed).toEqual([]);
+        expect(clock.waits).toEqual([]);
+      } finally {
+        await redirecting.close();
+      }
+    },
+  );
 
   it('maps a scope the provider does not allow (its 400) to upstream_error', async () => {
     // Act
@@ -496,15 +520,29 @@ describe('requestToken: retries', () => {
     expect(clock.waits[0]).toBeGreaterThanOrEqual(2000);
   });
 
-  it('caps a long Retry-After at 5 s', async () => {
+  it('waits out a Retry-After of exactly 5 s', async () => {
     // Prepare
-    injectFault({ kind: 'status', status: 429, retryAfter: 30 });
+    injectFault({ kind: 'status', status: 429, retryAfter: 5 });
 
     // Act
     await requestToken(deps, config, CREDENTIALS, 'ba_demo_1');
 
     // Assess
+    expect(sim.stats.tokenRequests).toBe(2);
     expect(clock.waits).toEqual([5000]);
+  });
+
+  it('regression: a Retry-After over 5 s ends the attempts, not retried early; the caller gets the hint', async () => {
+    // Prepare
+    injectFault({ kind: 'status', status: 429, retryAfter: 30 });
+
+    // Act
+    const error = await failure(requestToken(deps, config, CREDENTIALS, 'ba_demo_1'));
+
+    // Assess
+    expect(error).toMatchObject({ code: 'upstream_unavailable', status: 503, retryAfter: 30 });
+    expect(sim.stats.tokenRequests).toBe(1);
+    expect(clock.waits).toEqual([]);
   });
 
   it('gives up with upstream_unavailable after three 429s', async () => {
