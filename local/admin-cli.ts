@@ -181,7 +181,7 @@ export async function runAdminCli(argv: readonly string[], io: AdminIo): Promise
     const parsed = parseAdminEvent(event);
     if (parsed.action === 'issue-keys') parseKeyIssuingEvent(parsed.event);
     const target = await resolveLocalAdmin(io.env, io.cwd);
-    await checkStackRunning(target.vendUrl, io.fetch);
+    await checkStackRunning(target, io.fetch);
     const clock = io.clock ?? systemClock;
     const admin = createLocalAdmin(target, { clock, logger: stderrLogger(io.stderr) });
     close = admin.close;

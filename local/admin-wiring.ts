@@ -94,10 +94,12 @@ export async function resolveLocalAdmin(env: Env, cwd: string): Promise<LocalAdm
  * DynamoDB endpoint and a sealing key nobody uses.
  */
 export async function checkStackRunning(
-  vendUrl: string,
+  target: Pick<LocalAdminTarget, 'vendUrl' | 'info'>,
   fetchImpl: typeof fetch = globalThis.fetch,
 ): Promise<void> {
-  if (!(await stackAnswers(vendUrl, 3000, fetchImpl))) {
+  const { vendUrl, info } = target;
+  const probe = { functionUrl: vendUrl, region: info.region, identity: info.identity };
+  if (!(await stackAnswers(probe, 3000, fetchImpl))) {
     throw new LocalAdminError(
       'stack_not_running',
       `no local stack answers at ${vendUrl}: start it with npm start ` +

@@ -6,6 +6,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import * as v from 'valibot';
+import { VendRequestSigner } from '../client/signed-request.js';
+import type { AwsCredentials } from '../client/types.js';
 import { providerKeyProblem } from '../functions/adapters/credentials.js';
 import {
   type Env,
@@ -271,14 +273,32 @@ export async function readStackInfo(path: string, shownAs = path): Promise<Stack
   return parsed.output as StackInfo;
 }
 
-/** Whether a local stack answers HTTP at `functionUrl` (its `/healthz`) within `timeoutMs`. */
+/**
+ * Whether a local stack answers at `functionUrl`: any HTTP answer to a
+ * `GET /healthz` signed as `identity`. Signed, as every caller of the URL
+ * signs: an unsigned probe is answered too (403), but puts a false "refused a
+ * signature" line in the stack's log, the log that explains real refusals.
+ */
 export async function stackAnswers(
-  functionUrl: string,
+  target: {
+    readonly functionUrl: string;
+    readonly region: string;
+    readonly identity: AwsCredentials;
+  },
   timeoutMs: number,
   fetchImpl: typeof fetch = globalThis.fetch,
 ): Promise<boolean> {
   try {
-    const response = await fetchImpl(`${functionUrl}/healthz`, {
+    const signer = new VendRequestSigner(new URL(target.functionUrl), target.region, {
+      accessKeyId: target.identity.accessKeyId,
+      secretAccessKey: target.identity.secretAccessKey,
+      ...(target.identity.sessionToken === undefined
+        ? {}
+        : { sessionToken: target.identity.sessionToken }),
+    });
+    const request = await signer.sign('healthz', {});
+    const response = await fetchImpl(request.url, {
+      headers: request.headers,
       signal: AbortSignal.timeout(timeoutMs),
     });
     await response.body?.cancel();

@@ -109,7 +109,7 @@ export interface LocalStack {
 async function refuseIfRunning(stackFile: string): Promise<void> {
   // No stack file, or one no current stack wrote: nothing runs from it.
   const info = await readStackInfo(stackFile).catch(() => undefined);
-  if (info && (await stackAnswers(info.functionUrl, 1000))) {
+  if (info && (await stackAnswers(info, 1000))) {
     throw new ConfigError(
       `Another local stack started from this directory is running at ${info.functionUrl} ` +
         `(${stackFile}). Stop it first, or start this one from another directory.`,

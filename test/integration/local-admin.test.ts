@@ -309,6 +309,16 @@ describe('npm run admin against npm start', () => {
     expect(policy.principals).toBeGreaterThan(0);
   });
 
+  it('regression: an admin run puts no signature refusal in the stack log (its liveness probe is signed)', async () => {
+    const run = await admin('{"action":"status"}');
+
+    expect(run.code).toBe(0);
+    const refusals = logLines().filter((line) =>
+      String(line.message).startsWith('local URL refused a signature'),
+    );
+    expect(refusals).toEqual([]);
+  });
+
   it('invalidates every cached token', async () => {
     const run = await admin('{"action":"invalidate","all":true}');
 
