@@ -74,12 +74,30 @@ export function fromItem(item: Item): StoredItem {
 function failureOf(item: Item): RefreshFailure | undefined {
   const failedAt = readNum(item.failed_at);
   if (failedAt !== undefined) {
-    return { atMs: failedAt, code: item.failed_code?.S ?? 'upstream_unavailable' };
+    const retryAfterSeconds = retryAfterOf(item, failedAt);
+    return {
+      atMs: failedAt,
+      code: item.failed_code?.S ?? 'upstream_unavailable',
+      ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
+    };
   }
   const sealerFailedAt = readNum(item.sealer_failed_at);
   return sealerFailedAt === undefined
     ? undefined
     : { atMs: sealerFailedAt, code: SEALER_UNAVAILABLE };
+}
+
+/**
+ * The provider's Retry-After recorded with the failure of `failedAt`:
+ * `failed_retry_after` holds it with the `failed_at` it belongs to, so a
+ * later failure written by the release before this one (which leaves the
+ * attribute alone during a canary) is never read with an older hint.
+ */
+function retryAfterOf(item: Item, failedAt: number): number | undefined {
+  const recorded = item.failed_retry_after?.M;
+  if (recorded === undefined || readNum(recorded.at) !== failedAt) return undefined;
+  const seconds = readNum(recorded.seconds);
+  return seconds !== undefined && Number.isFinite(seconds) && seconds > 0 ? seconds : undefined;
 }
 
 /** How releasing a lease records `failure` (failureOf reads it back), replacing any other record. */
@@ -91,19 +109,37 @@ export function failureUpdate(failure: RefreshFailure): {
   if (failure.code === SEALER_UNAVAILABLE) {
     return {
       set: 'sealer_failed_at = :failed',
-      remove: ['failed_at', 'failed_code'],
+      remove: ['failed_at', 'failed_code', 'failed_retry_after'],
       values: { ':failed': num(failure.atMs) },
     };
   }
+  const values = { ':failed': num(failure.atMs), ':code': { S: failure.code } };
+  if (failure.retryAfterSeconds === undefined) {
+    return {
+      set: 'failed_at = :failed, failed_code = :code',
+      remove: ['sealer_failed_at', 'failed_retry_after'],
+      values,
+    };
+  }
   return {
-    set: 'failed_at = :failed, failed_code = :code',
+    set: 'failed_at = :failed, failed_code = :code, failed_retry_after = :retryAfter',
     remove: ['sealer_failed_at'],
-    values: { ':failed': num(failure.atMs), ':code': { S: failure.code } },
+    values: {
+      ...values,
+      ':retryAfter': {
+        M: { at: num(failure.atMs), seconds: num(failure.retryAfterSeconds) },
+      },
+    },
   };
 }
 
 /** Every attribute a failure is recorded in: a stored token clears them. */
-export const FAILURE_ATTRIBUTES = ['failed_at', 'failed_code', 'sealer_failed_at'] as const;
+export const FAILURE_ATTRIBUTES = [
+  'failed_at',
+  'failed_code',
+  'failed_retry_after',
+  'sealer_failed_at',
+] as const;
 
 /** A lease-only item (no token yet) is kept at most a day. */
 const LEASE_ONLY_TTL_SECONDS = 86_400;

@@ -17,7 +17,12 @@ export interface TokenStatus {
   readonly lease: { readonly held: boolean; readonly owner?: string; readonly until?: number };
   readonly in_use: boolean;
   readonly last_used_at?: number;
-  readonly last_failure?: { readonly at: number; readonly code: string };
+  readonly last_failure?: {
+    readonly at: number;
+    readonly code: string;
+    /** The provider's Retry-After (seconds) every instance backs off for. */
+    readonly retry_after?: number;
+  };
 }
 
 /**
@@ -85,7 +90,13 @@ export function tokenStatus(
     in_use: isInUse(item, now, inUseWindowSeconds),
     last_used_at: item.lastUsedAt,
     last_failure: item.failure
-      ? { at: Math.floor(item.failure.atMs / 1000), code: item.failure.code }
+      ? {
+          at: Math.floor(item.failure.atMs / 1000),
+          code: item.failure.code,
+          ...(item.failure.retryAfterSeconds === undefined
+            ? {}
+            : { retry_after: item.failure.retryAfterSeconds }),
+        }
       : undefined,
   } as TokenStatus);
 }

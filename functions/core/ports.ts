@@ -102,6 +102,12 @@ export interface RefreshFailure {
   readonly atMs: number;
   /** The vend API error code, so callers in the back-off get the same answer. */
   readonly code: string;
+  /**
+   * How long the provider asked to be left alone (its Retry-After, at most
+   * 60 s), when that is longer than the usual back-off: every instance backs
+   * off that long, not only the caller that got the answer.
+   */
+  readonly retryAfterSeconds?: number;
 }
 
 /** A lease as read: its owner and its end, on the owner's clock (epoch ms). */

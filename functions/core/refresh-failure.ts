@@ -71,27 +71,57 @@ export function failureCode(error: unknown): string {
   return 'internal_error';
 }
 
-/** A failed refresh as recorded: when, and its code (failureCode). */
+/**
+ * The longest back-off a failure record can start, whatever the provider
+ * asked for: the most Retry-After passed on to callers (provider-client.ts).
+ */
+export const MAX_FAILURE_BACKOFF_MS = 60_000;
+
+/**
+ * A failed refresh as recorded: when, its code (failureCode), and for an
+ * outage the provider's Retry-After as the caller got it (at most 60 s).
+ */
 export function failureOf(error: unknown, atMs: number): RefreshFailure {
-  return { atMs, code: failureCode(error) };
+  const code = failureCode(error);
+  return error instanceof UpstreamUnavailableError && error.retryAfter > 0
+    ? { atMs, code, retryAfterSeconds: error.retryAfter }
+    : { atMs, code };
 }
 
 /**
- * The error to answer with while a failure recorded `backoffMs` or less ago
- * backs off, else undefined, so the provider is not hammered by every caller.
+ * How long `failure` backs off: `backoffMs`, or the provider's longer
+ * Retry-After it records, never over MAX_FAILURE_BACKOFF_MS (a record read
+ * from the table is bounded whatever it holds).
+ */
+export function backoffOf(failure: RefreshFailure, backoffMs: number): number {
+  const asked = (failure.retryAfterSeconds ?? 0) * 1000;
+  return Math.max(backoffMs, Math.min(asked, MAX_FAILURE_BACKOFF_MS));
+}
+
+/**
+ * The error to answer with while a failure backs off (backoffOf), else
+ * undefined, so the provider is not hammered by every caller.
  */
 export function backingOff(
   failure: RefreshFailure | undefined,
   nowMs: number,
   backoffMs: number,
 ): BackoffError | undefined {
-  if (!failure || nowMs - failure.atMs >= backoffMs) return undefined;
-  return recentFailure(failure.code, Math.ceil((backoffMs - (nowMs - failure.atMs)) / 1000));
+  if (!failure) return undefined;
+  const length = backoffOf(failure, backoffMs);
+  if (nowMs - failure.atMs >= length) return undefined;
+  return recentFailure(failure.code, Math.ceil((length - (nowMs - failure.atMs)) / 1000));
 }
 
 /** The same failure record: a waiter or back-off keyed on it notices a new one. */
 export function sameFailure(a: RefreshFailure | undefined, b: RefreshFailure | undefined): boolean {
-  return a !== undefined && b !== undefined && a.atMs === b.atMs && a.code === b.code;
+  return (
+    a !== undefined &&
+    b !== undefined &&
+    a.atMs === b.atMs &&
+    a.code === b.code &&
+    a.retryAfterSeconds === b.retryAfterSeconds
+  );
 }
 
 /**

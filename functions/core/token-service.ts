@@ -15,7 +15,7 @@ import { Leases, storeFailed } from './leases.js';
 import { MemoryTokenCache, SingleFlight } from './memory-cache.js';
 import { PollSchedule } from './poll-schedule.js';
 import type { ProviderCredentials, StoredItem, Token } from './ports.js';
-import { FailureBackoff, recentFailure } from './refresh-failure.js';
+import { backoffOf, FailureBackoff, recentFailure } from './refresh-failure.js';
 import { isRevoked } from './revocation.js';
 import {
   outcome,
@@ -375,7 +375,12 @@ export class TokenService {
       }
       if (!view.canReplace || !view.credentials) return this.#serveUnverified(scope, servable);
       const failure = watch.newFailure(item);
-      if (failure) throw recentFailure(failure.code, Math.ceil(this.#failureBackoffMs / 1000));
+      if (failure) {
+        throw recentFailure(
+          failure.code,
+          Math.ceil(backoffOf(failure, this.#failureBackoffMs) / 1000),
+        );
+      }
       const seen = watch.observe(item, readAtMs);
       if (seen.lease !== 'held') {
         // The holder died or gave up: take over (unless a token just appeared).

@@ -8,6 +8,7 @@ import {
   type DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
+  UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
@@ -361,6 +362,52 @@ it('DynamoDB store: a provider failure recorded after a failed seal leaves no se
   );
   expect(raw.Item).not.toHaveProperty('sealer_failed_at');
   expect(raw.Item?.failed_code).toEqual({ S: 'upstream_unavailable' });
+});
+
+it("DynamoDB store: a provider's Retry-After is read back with its failure, and a later failure without one clears it", async () => {
+  const store = new DynamoDbTokenStore(shared.client, shared.table);
+  await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000);
+  await store.releaseLease(PK, 'a', {
+    atMs: NOW,
+    code: 'upstream_unavailable',
+    retryAfterSeconds: 30,
+  });
+  const hinted = (await store.get(PK))?.failure;
+  await store.tryAcquireLease(PK, 'b', NOW + 31_000, NOW + 41_000);
+
+  await store.releaseLease(PK, 'b', { atMs: NOW + 31_000, code: 'upstream_error' });
+
+  expect(hinted).toEqual({ atMs: NOW, code: 'upstream_unavailable', retryAfterSeconds: 30 });
+  expect((await store.get(PK))?.failure).toEqual({ atMs: NOW + 31_000, code: 'upstream_error' });
+});
+
+it("DynamoDB store: a failure the previous release writes is never read with an older failure's Retry-After", async () => {
+  // During a canary the previous release records a failure as it always did
+  // (failed_at, failed_code) and leaves failed_retry_after alone.
+  const store = new DynamoDbTokenStore(shared.client, shared.table);
+  await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000);
+  await store.releaseLease(PK, 'a', {
+    atMs: NOW,
+    code: 'upstream_unavailable',
+    retryAfterSeconds: 60,
+  });
+
+  await shared.client.send(
+    new UpdateItemCommand({
+      TableName: shared.table,
+      Key: { pk: { S: PK } },
+      UpdateExpression: 'SET failed_at = :at, failed_code = :code',
+      ExpressionAttributeValues: {
+        ':at': { N: String(NOW + 61_000) },
+        ':code': { S: 'upstream_unavailable' },
+      },
+    }),
+  );
+
+  expect((await store.get(PK))?.failure).toEqual({
+    atMs: NOW + 61_000,
+    code: 'upstream_unavailable',
+  });
 });
 
 it('DynamoDB store: an error other than a failed condition is an outage, never a "no"', async () => {
