@@ -136,9 +136,12 @@ function report(error: unknown, io: AdminIo): number {
   // The admin core names a failed store in its own error (store_unavailable); the hint is local.
   const cause = error instanceof AdminError ? error.cause : error;
   if (cause instanceof StoreUnavailableError && !(cause instanceof SealerUnavailableError)) {
+    const noTable = describe(cause.cause).name === 'ResourceNotFoundException';
     line = withCode(
       'store_unavailable',
-      `${cause.message}: is the local stack's DynamoDB running (npm start)?`,
+      noTable
+        ? `${cause.message}: DynamoDB has no such table; is TABLE_NAME the one npm start uses?`
+        : `${cause.message}: is the local stack's DynamoDB running (npm start)?`,
     );
   } else if (error instanceof KeyIssuingFailedError) {
     // Scripts see which ids were issued, skipped and failed (never key material).

@@ -7,6 +7,7 @@ import { DynamoDbTokenStore } from '../functions/adapters/dynamodb-token-store.j
 import { AesGcmSealer } from '../functions/adapters/sealers.js';
 import { systemClock } from '../functions/core/clock.js';
 import type { Env } from '../functions/core/config.js';
+import { describe } from '../functions/core/describe-error.js';
 import { ConfigError } from '../functions/core/errors.js';
 import {
   runScheduledRefresh,
@@ -146,7 +147,16 @@ export async function startLocalStack(
       maxAttempts: 2,
     });
     stops.push(async () => client.destroy());
-    await ensureTable(client, vend.tableName);
+    await ensureTable(client, vend.tableName).catch((error: unknown) => {
+      // A DynamoDB the operator named: say which variable led there.
+      if (!settings.dynamodbEndpoint) throw error;
+      const { name } = describe(error);
+      throw new ConfigError(
+        `DYNAMODB_ENDPOINT ${settings.dynamodbEndpoint} did not serve table ${vend.tableName} ` +
+          `(${String(name)}${error instanceof Error ? `: ${error.message}` : ''}); ` +
+          'is a DynamoDB running there?',
+      );
+    });
 
     let simulator: ProviderSimulator | undefined;
     if (!externalProvider) {

@@ -101,10 +101,11 @@ function onlyFields(event: Record<string, unknown>, action: string, allowed: str
 
 function scopeOf(event: Record<string, unknown>, action: string): string | undefined {
   const { scope } = event;
+  const wanted = `a scope matching ${SCOPE_PATTERN.source}, or "${UNSCOPED}"`;
+  if (scope === undefined) throw invalid(`"${action}" needs "scope": ${wanted}`);
+  // The value is not quoted: an event may be pasted from anywhere.
   if (typeof scope !== 'string' || !SCOPE_PATTERN.test(scope)) {
-    throw invalid(
-      `"${action}" needs "scope": a scope matching ${SCOPE_PATTERN.source}, or "${UNSCOPED}"`,
-    );
+    throw invalid(`"${action}": "scope" must be ${wanted}`);
   }
   return scope === UNSCOPED ? undefined : scope;
 }

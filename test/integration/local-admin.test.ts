@@ -56,7 +56,7 @@ function exec(file: string, args: string[], env: Record<string, string>): Promis
 }
 
 /** `npm run --silent admin -- <event>` with the environment npm start was given (or `env`). */
-const admin = (event: string, env = { ...BASE_ENV, ...stackEnv }) =>
+const admin = (event: string, env: Record<string, string> = { ...BASE_ENV, ...stackEnv }) =>
   exec('npm', ['run', '--silent', 'admin', '--', event], env);
 
 /** Resolves once the stack's output satisfies `done`; the stack is a child process. */
@@ -317,6 +317,19 @@ describe('npm run admin against npm start', () => {
       String(line.message).startsWith('local URL refused a signature'),
     );
     expect(refusals).toEqual([]);
+  });
+
+  it("regression: names a missing table, not a stopped DynamoDB, when TABLE_NAME is not the stack's", async () => {
+    const run = await admin('{"action":"status"}', {
+      ...BASE_ENV,
+      ...stackEnv,
+      TABLE_NAME: 'no-such-table',
+    });
+
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(
+      /^admin: store_unavailable: .*DynamoDB has no such table; is TABLE_NAME the one npm start uses\?$/m,
+    );
   });
 
   it('invalidates every cached token', async () => {

@@ -355,6 +355,15 @@ describe('local stack configuration', () => {
     await third.stop();
   });
 
+  it('regression: a DYNAMODB_ENDPOINT where nothing answers is named, as a configuration problem', async () => {
+    const error = await failure({ DYNAMODB_ENDPOINT: 'http://127.0.0.1:9' });
+
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.message).toMatch(
+      /^DYNAMODB_ENDPOINT http:\/\/127\.0\.0\.1:9 did not serve table token-vending-local \(.*\); is a DynamoDB running there\?$/,
+    );
+  });
+
   it('refuses a PROVIDER_SECRET without its PROVIDER_KEY', async () => {
     const error = await failure({
       PROVIDER_BASE_URL: 'https://provider.example',

@@ -118,8 +118,9 @@ describe('bad events, answered before the stack is looked for', () => {
     ['[]', /^admin: invalid_request: The event must be a JSON object/],
     [
       '{"action":"invalidate","scope":"no spaces"}',
-      /^admin: invalid_request: "invalidate" needs "scope"/,
+      /^admin: invalid_request: "invalidate": "scope" must be a scope matching /,
     ],
+    ['{"action":"refresh"}', /^admin: invalid_request: "refresh" needs "scope": a scope matching /],
     [
       '{"action":"issue-keys","businessApplicationIds":"ba_1"}',
       /^admin: invalid_request: bad key-issuing event \(businessApplicationIds: expected Array/,
