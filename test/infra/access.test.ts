@@ -3,6 +3,8 @@
  * statements. Read-only assertions on the example stage share one fresh stack
  * per `describe`; tests with their own stage build their own.
  */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { example } from '../../infra/stages/example.js';
@@ -80,6 +82,32 @@ describe('the vend Function URL', () => {
     });
     template.resourceCountIs('AWS::Lambda::Url', 1);
   });
+
+  it.each(['README.md', 'client/README.md'])(
+    "regression: the caller's identity policy in %s names the URL's alias, not the bare function",
+    (file) => {
+      // The URL is on the live alias; a policy on the function's own ARN does
+      // not cover its aliases, so a caller following the docs got 403.
+      const [url] = Object.values(template.findResources('AWS::Lambda::Url'));
+      const Qualifier = (url?.Properties as { Qualifier?: string } | undefined)?.Qualifier;
+      expect(Qualifier).toBe('live');
+      const text = readFileSync(resolve(import.meta.dirname, '../..', file), 'utf8');
+      const policy = [...text.matchAll(/```json\n([\s\S]*?)\n```/g)]
+        .map((block) => block[1] ?? '')
+        .find((block) => block.includes('lambda:InvokeFunctionUrl'));
+      const statements = (JSON.parse(policy ?? '{}') as { Statement: Array<{ Resource: string }> })
+        .Statement;
+
+      expect(statements).toHaveLength(2);
+      for (const { Resource } of statements) {
+        expect(Resource).toMatch(
+          new RegExp(
+            `^arn:aws:lambda:[a-z0-9-]+:\\d{12}:function:token-vending-[a-z0-9-]+-vend-token:${Qualifier}$`,
+          ),
+        );
+      }
+    },
+  );
 
   it('admits the stage caller accounts and the issue-keys role, both permissions each', () => {
     expect(grantsByPrincipal(template)).toEqual(
