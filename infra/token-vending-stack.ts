@@ -120,6 +120,11 @@ export class TokenVendingStack extends Stack {
     this.guardrails = new Guardrails(this, 'Guardrails', {
       stage: config.stage,
       vendFunctionName: this.vend.fn.functionName,
+      functions: [...Object.values(functions), this.policy.validator].map((fn) => ({
+        name: fn.functionName,
+        roleArn: fn.role.roleArn,
+      })),
+      providerSecretArn: credentials.resourceArn,
       // CloudFormation deploys; CodeDeploy moves vend's live alias during a release.
       deploymentPrincipalArns: [deploymentRoleArn, this.releases.role.roleArn],
     });

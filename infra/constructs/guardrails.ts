@@ -37,9 +37,33 @@ export interface GuardrailsProps {
   readonly stage: string;
   /** The vend function's literal name (`token-vending-<stage>-vend-token`). */
   readonly vendFunctionName: string;
-  /** Principals that may still change the vend function: the deployment role. */
+  /**
+   * Every function of the stack, vend included: its literal name and its
+   * role. Any of them holds something worth stealing or bending (the
+   * provider secret, the token or key-job KMS use, the key secrets, the
+   * policy check), so none may be changed, nor its role passed to another
+   * function or given more, outside deployment.
+   */
+  readonly functions: ReadonlyArray<{ readonly name: string; readonly roleArn: string }>;
+  /** The provider credentials secret (its IAM resource ARN): its resource policy keeps readers to the functions. */
+  readonly providerSecretArn: string;
+  /** Principals that may still change the functions: the deployment role. */
   readonly deploymentPrincipalArns: readonly string[];
 }
+
+/**
+ * What could give a function's role to other code or widen it: passing it to
+ * a function (`iam:PassRole`), trusting others with it, or adding policies.
+ */
+export const ROLE_CHANGE_ACTIONS = [
+  'iam:AttachRolePolicy',
+  'iam:DeleteRole',
+  'iam:DeleteRolePolicy',
+  'iam:DetachRolePolicy',
+  'iam:PassRole',
+  'iam:PutRolePolicy',
+  'iam:UpdateAssumeRolePolicy',
+] as const;
 
 /**
  * The guardrails around the vend URL's door, as artifacts of the stack.
@@ -64,9 +88,13 @@ export interface GuardrailsProps {
  * docs.aws.amazon.com/lambda/latest/dg/urls-auth.html; "Actions, resources, and
  * condition keys for AWS Lambda" in the Service Authorization Reference). A
  * direct Invoke carries no such key, so the deny uses `BoolIfExists`: absent
- * or false, it applies. Both also deny changes to the function's code,
- * configuration, URL, permissions and aliases to everyone but the deployment
- * principals (`aws:PrincipalArn`, which for a role session is the role's ARN).
+ * or false, it applies. Both also deny, to everyone but the deployment
+ * principals (`aws:PrincipalArn`, which for a role session is the role's
+ * ARN): changes to any of the stack's functions (code, configuration, URL,
+ * permissions, aliases); passing a function's role to other code, trusting
+ * others with it or giving it more (a function made with vend's role reads
+ * the provider secret as vend does); and changing the provider secret's
+ * resource policy, which admits only the functions that read it.
  *
  * Size limits: an SCP is at most 5,120 characters, a managed policy 6,144
  * (AWS Organizations quotas; IAM quotas); infra tests check both.
@@ -88,6 +116,18 @@ export class Guardrails extends Construct {
     });
     // The function, and its versions and aliases (`<name>:<qualifier>`).
     const vendResources = [vendArn, `${vendArn}:*`];
+    const functionResources = props.functions.flatMap(({ name }) => {
+      const arn = stack.formatArn({
+        service: 'lambda',
+        resource: 'function',
+        resourceName: name,
+        arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+      });
+      return [arn, `${arn}:*`];
+    });
+    const outsideDeployment = {
+      ArnNotLike: { 'aws:PrincipalArn': [...props.deploymentPrincipalArns] },
+    };
     const doorStatements = (): iam.PolicyStatement[] => [
       new iam.PolicyStatement({
         sid: 'DenyVendInvokeOutsideItsUrl',
@@ -97,11 +137,25 @@ export class Guardrails extends Construct {
         conditions: { BoolIfExists: { 'lambda:InvokedViaFunctionUrl': 'false' } },
       }),
       new iam.PolicyStatement({
-        sid: 'DenyVendChangesOutsideDeployment',
+        sid: 'DenyFunctionChangesOutsideDeployment',
         effect: iam.Effect.DENY,
         actions: [...VEND_CHANGE_ACTIONS],
-        resources: vendResources,
-        conditions: { ArnNotLike: { 'aws:PrincipalArn': [...props.deploymentPrincipalArns] } },
+        resources: functionResources,
+        conditions: outsideDeployment,
+      }),
+      new iam.PolicyStatement({
+        sid: 'DenyFunctionRolesOutsideDeployment',
+        effect: iam.Effect.DENY,
+        actions: [...ROLE_CHANGE_ACTIONS],
+        resources: props.functions.map(({ roleArn }) => roleArn),
+        conditions: outsideDeployment,
+      }),
+      new iam.PolicyStatement({
+        sid: 'DenyProviderSecretPolicyOutsideDeployment',
+        effect: iam.Effect.DENY,
+        actions: ['secretsmanager:DeleteResourcePolicy', 'secretsmanager:PutResourcePolicy'],
+        resources: [props.providerSecretArn],
+        conditions: outsideDeployment,
       }),
     ];
 

@@ -24,6 +24,7 @@ import {
   synth,
   VEND,
 } from '../support/infra.js';
+import { evaluate } from '../support/policy-evaluation.js';
 
 interface Permission {
   Action: string;
@@ -414,6 +415,42 @@ describe('least privilege', () => {
       .sort();
 
     expect(readers).toEqual([roleIdOf(template, REFRESH), roleIdOf(template, VEND)].sort());
+  });
+
+  it("regression: the secret's own resource policy denies reading it to every principal but vend and refresh", () => {
+    // An identity policy's Allow (PowerUserAccess, say) read it before: in the
+    // secret's account nothing denied it.
+    const policies = Object.values(template.findResources('AWS::SecretsManager::ResourcePolicy'));
+    expect(policies).toHaveLength(1);
+    const [policy] = policies as Array<{
+      Properties: {
+        ResourcePolicy: { Statement: unknown[] };
+        SecretId: string;
+        BlockPublicPolicy: boolean;
+      };
+    }>;
+    if (!policy) throw new Error('no resource policy on the secret');
+    const { ResourcePolicy, SecretId, BlockPublicPolicy } = policy.Properties;
+    const secret = `arn:aws:secretsmanager:eu-west-1:123456789012:secret:${SecretId}-AbCdEf`;
+    const ask = (principal: string) =>
+      evaluate(template, ResourcePolicy, {
+        principal,
+        action: 'secretsmanager:GetSecretValue',
+        resource: secret,
+      });
+    const role = (name: string) => `arn:aws:iam::123456789012:role/${roleIdOf(template, name)}`;
+
+    expect(SecretId).toBe('token-vending/example/provider-credentials');
+    expect(BlockPublicPolicy).toBe(true);
+    for (const reader of [VEND, REFRESH]) expect(ask(role(reader))).not.toBe('denied');
+    for (const other of [
+      role(ISSUE_KEYS),
+      role(ADMIN),
+      'arn:aws:iam::123456789012:role/PowerUser',
+      'arn:aws:iam::123456789012:root',
+    ]) {
+      expect(ask(other)).toBe('denied');
+    }
   });
 
   it('uses no wildcard resource or action but the acknowledged key-secrets prefix', () => {

@@ -6,17 +6,46 @@
  */
 import type { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { VEND_CHANGE_ACTIONS } from '../../infra/constructs/guardrails.js';
-import { ACCOUNT, REGION, resolveValue, stage, synth, VEND } from '../support/infra.js';
+import { ROLE_CHANGE_ACTIONS, VEND_CHANGE_ACTIONS } from '../../infra/constructs/guardrails.js';
+import {
+  ACCOUNT,
+  FUNCTIONS,
+  REGION,
+  resolveValue,
+  roleIdOf,
+  stage,
+  synth,
+  VEND,
+} from '../support/infra.js';
 import { evaluate, resolveDocument } from '../support/policy-evaluation.js';
 
 const VEND_ARN = `arn:aws:lambda:${REGION}:${ACCOUNT}:function:${VEND}`;
 const DEPLOYMENT_ROLE = `arn:aws:iam::${ACCOUNT}:role/cdk-hnb659fds-cfn-exec-role-${ACCOUNT}-${REGION}`;
 const CALLER = `arn:aws:iam::${ACCOUNT}:role/checkout`;
 const BOUNDARY_ARN = `arn:aws:iam::${ACCOUNT}:policy/token-vending-example-caller-boundary`;
+const VALIDATOR = 'token-vending-example-policy-validator';
+/** Every function of the stack: the four and the access policy's validator. */
+const ALL_FUNCTIONS = [...FUNCTIONS, VALIDATOR];
+const functionArn = (name: string) => `arn:aws:lambda:${REGION}:${ACCOUNT}:function:${name}`;
+const SECRET_ARN = `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:token-vending/example/provider-credentials-??????`;
 
-/** The two statements both documents carry, exactly. */
-function doorStatements(vendArn: unknown, deploymentPrincipals: unknown[]) {
+/** `statements` with each Resource list sorted. */
+function withSortedResources(statements: unknown[]): unknown[] {
+  return statements.map((statement) => {
+    const { Resource } = statement as { Resource?: unknown };
+    return Array.isArray(Resource)
+      ? { ...(statement as object), Resource: [...Resource].sort() }
+      : statement;
+  });
+}
+
+/** The statements both documents carry, exactly. */
+function doorStatements(
+  vendArn: unknown,
+  deploymentPrincipals: unknown[],
+  functionRoles: string[],
+) {
+  const outsideDeployment = { ArnNotLike: { 'aws:PrincipalArn': deploymentPrincipals } };
   return [
     {
       Sid: 'DenyVendInvokeOutsideItsUrl',
@@ -26,11 +55,25 @@ function doorStatements(vendArn: unknown, deploymentPrincipals: unknown[]) {
       Condition: { BoolIfExists: { 'lambda:InvokedViaFunctionUrl': 'false' } },
     },
     {
-      Sid: 'DenyVendChangesOutsideDeployment',
+      Sid: 'DenyFunctionChangesOutsideDeployment',
       Effect: 'Deny',
       Action: [...VEND_CHANGE_ACTIONS],
-      Resource: [vendArn, `${vendArn}:*`],
-      Condition: { ArnNotLike: { 'aws:PrincipalArn': deploymentPrincipals } },
+      Resource: ALL_FUNCTIONS.flatMap((name) => [functionArn(name), `${functionArn(name)}:*`]),
+      Condition: outsideDeployment,
+    },
+    {
+      Sid: 'DenyFunctionRolesOutsideDeployment',
+      Effect: 'Deny',
+      Action: [...ROLE_CHANGE_ACTIONS],
+      Resource: functionRoles,
+      Condition: outsideDeployment,
+    },
+    {
+      Sid: 'DenyProviderSecretPolicyOutsideDeployment',
+      Effect: 'Deny',
+      Action: ['secretsmanager:DeleteResourcePolicy', 'secretsmanager:PutResourcePolicy'],
+      Resource: SECRET_ARN,
+      Condition: outsideDeployment,
     },
   ];
 }
@@ -41,6 +84,8 @@ describe('guardrails', () => {
   let boundary: { Statement: unknown[] };
   /** The deployment role and CodeDeploy's, which moves vend's live alias in a release. */
   let deployers: string[];
+  /** Each function's role, as the policies name it. */
+  let functionRoles: string[];
 
   beforeAll(() => {
     template = synth().template;
@@ -59,6 +104,9 @@ describe('guardrails', () => {
       }),
     )[0];
     deployers = [DEPLOYMENT_ROLE, `arn:aws:iam::${ACCOUNT}:role/${codeDeploy}`];
+    functionRoles = ALL_FUNCTIONS.map(
+      (name) => `arn:aws:iam::${ACCOUNT}:role/${roleIdOf(template, name)}`,
+    );
     boundary = (
       Object.values(policies)[0] as { Properties: { PolicyDocument: { Statement: unknown[] } } }
     ).Properties.PolicyDocument;
@@ -67,41 +115,44 @@ describe('guardrails', () => {
   it('outputs a service control policy that denies a direct Invoke and changes outside deployment', () => {
     expect(scp).toEqual({
       Version: '2012-10-17',
-      Statement: doorStatements(VEND_ARN, deployers),
+      Statement: doorStatements(VEND_ARN, deployers, functionRoles),
     });
     // AWS Organizations takes SCPs of at most 5,120 characters.
     expect(JSON.stringify(scp).length).toBeLessThan(5120);
   });
 
-  it('creates a permissions boundary with the same two denials, and protects itself', () => {
-    expect(resolveDocument(template, boundary.Statement)).toEqual([
-      { Sid: 'CapAtIdentityPolicies', Effect: 'Allow', Action: '*', Resource: '*' },
-      ...doorStatements(VEND_ARN, deployers),
-      {
-        Sid: 'DenyBoundaryRemoval',
-        Effect: 'Deny',
-        Action: ['iam:DeleteRolePermissionsBoundary', 'iam:DeleteUserPermissionsBoundary'],
-        Resource: '*',
-      },
-      {
-        Sid: 'DenyOtherBoundaries',
-        Effect: 'Deny',
-        Action: ['iam:PutRolePermissionsBoundary', 'iam:PutUserPermissionsBoundary'],
-        Resource: '*',
-        Condition: { StringNotEquals: { 'iam:PermissionsBoundary': BOUNDARY_ARN } },
-      },
-      {
-        Sid: 'DenyBoundaryChanges',
-        Effect: 'Deny',
-        Action: [
-          'iam:CreatePolicyVersion',
-          'iam:DeletePolicy',
-          'iam:DeletePolicyVersion',
-          'iam:SetDefaultPolicyVersion',
-        ],
-        Resource: BOUNDARY_ARN,
-      },
-    ]);
+  it('creates a permissions boundary with the same denials, and protects itself', () => {
+    // IAM managed policies get their lists sorted at synthesis: compare them sorted.
+    expect(withSortedResources(resolveDocument(template, boundary.Statement) as unknown[])).toEqual(
+      withSortedResources([
+        { Sid: 'CapAtIdentityPolicies', Effect: 'Allow', Action: '*', Resource: '*' },
+        ...doorStatements(VEND_ARN, deployers, functionRoles),
+        {
+          Sid: 'DenyBoundaryRemoval',
+          Effect: 'Deny',
+          Action: ['iam:DeleteRolePermissionsBoundary', 'iam:DeleteUserPermissionsBoundary'],
+          Resource: '*',
+        },
+        {
+          Sid: 'DenyOtherBoundaries',
+          Effect: 'Deny',
+          Action: ['iam:PutRolePermissionsBoundary', 'iam:PutUserPermissionsBoundary'],
+          Resource: '*',
+          Condition: { StringNotEquals: { 'iam:PermissionsBoundary': BOUNDARY_ARN } },
+        },
+        {
+          Sid: 'DenyBoundaryChanges',
+          Effect: 'Deny',
+          Action: [
+            'iam:CreatePolicyVersion',
+            'iam:DeletePolicy',
+            'iam:DeletePolicyVersion',
+            'iam:SetDefaultPolicyVersion',
+          ],
+          Resource: BOUNDARY_ARN,
+        },
+      ]),
+    );
     // IAM takes managed policies of at most 6,144 characters.
     expect(JSON.stringify(boundary).length).toBeLessThan(6144);
     expect(template.toJSON().Outputs.CallerPermissionsBoundaryArn.Value).toEqual({
@@ -159,6 +210,49 @@ describe('guardrails', () => {
           expect(ask(deployer, action, VEND_ARN)).not.toBe('denied');
       }
       expect(ask(CALLER, 'lambda:GetFunction', VEND_ARN)).not.toBe('denied');
+    });
+  });
+
+  describe.each([
+    ['the service control policy', () => scp],
+    ['the permissions boundary', () => boundary],
+  ])('%s, beyond vend', (_name, document) => {
+    const ask = (principal: string, action: string, resource: string) =>
+      evaluate(template, document(), { principal, action, resource });
+
+    it("regression: denies changing any of the stack's functions (refresh reads the provider secret) to all but the deployment role", () => {
+      for (const name of ALL_FUNCTIONS) {
+        for (const resource of [functionArn(name), `${functionArn(name)}:live`]) {
+          expect(ask(CALLER, 'lambda:UpdateFunctionCode', resource)).toBe('denied');
+          expect(ask(CALLER, 'lambda:UpdateAlias', resource)).toBe('denied');
+          for (const deployer of deployers) {
+            expect(ask(deployer, 'lambda:UpdateFunctionCode', resource)).not.toBe('denied');
+          }
+        }
+      }
+    });
+
+    it("regression: denies passing a function's role to other code, trusting others with it or widening it", () => {
+      for (const role of functionRoles) {
+        for (const action of ROLE_CHANGE_ACTIONS) {
+          expect(ask(CALLER, action, role)).toBe('denied');
+          expect(ask(DEPLOYMENT_ROLE, action, role)).not.toBe('denied');
+        }
+      }
+      expect(ask(CALLER, 'iam:PassRole', `arn:aws:iam::${ACCOUNT}:role/checkout`)).not.toBe(
+        'denied',
+      );
+    });
+
+    it("denies changing the provider secret's resource policy to all but the deployment role", () => {
+      const secret = SECRET_ARN.replace('??????', 'AbCdEf');
+      for (const action of [
+        'secretsmanager:PutResourcePolicy',
+        'secretsmanager:DeleteResourcePolicy',
+      ]) {
+        expect(ask(CALLER, action, secret)).toBe('denied');
+        expect(ask(DEPLOYMENT_ROLE, action, secret)).not.toBe('denied');
+      }
     });
   });
 
