@@ -61,13 +61,23 @@ function wrap(
 }
 
 /**
+ * The name of the secret holding `id`'s issued keys: `<prefix>/basic-auth/<id>`,
+ * a `:` of the id written as `@` (secret names cannot hold `:`, ids cannot
+ * hold `@`, so names stay unique). The vault writes there, and the stack
+ * grants readers exactly there (infra/constructs/key-issuing.ts).
+ */
+export function keysSecretName(prefix: string, id: string): string {
+  return `${prefix}/basic-auth/${id.replaceAll(':', '@')}`;
+}
+
+/**
  * Issued keys as Secrets Manager secrets `<prefix>/basic-auth/<id>`, the provider's
  * answer stored whole. The Idempotency-Key is the `ClientRequestToken` (so the
  * version id): a retried store with the same key and answer makes no new version,
  * a forced reissue (new key) puts a new AWSCURRENT version.
  *
- * Secret names cannot hold `:`, which ids may: it is written as `@` (which ids
- * cannot hold, so names stay unique). The job records the name it used.
+ * Secret names cannot hold `:`, which ids may (keysSecretName). The job
+ * records the name it used.
  */
 export class SecretsManagerKeyVault implements KeyVault {
   readonly #client: SecretsManagerClient;
@@ -85,7 +95,7 @@ export class SecretsManagerKeyVault implements KeyVault {
 
   locationOf(id: string): string {
     assertBusinessApplicationId(id);
-    return `${this.#prefix}/basic-auth/${id.replaceAll(':', '@')}`;
+    return keysSecretName(this.#prefix, id);
   }
 
   async has(id: string): Promise<boolean> {

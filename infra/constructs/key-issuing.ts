@@ -4,6 +4,7 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { keysSecretName } from '../../functions/adapters/secrets-manager-key-vault.js';
 import type { StageConfig } from '../config.js';
 import { acknowledgeWildcardResource } from '../nag.js';
 import { ScheduledInvocation } from './scheduling.js';
@@ -79,6 +80,7 @@ export class KeyIssuing extends Construct {
   /**
    * Each reader role of the stage reads the keys of its business applications
    * only: GetSecretValue and DescribeSecret on `<prefix>/basic-auth/<id>`
+   * (named as the vault names it: keysSecretName)
    * (and the six characters Secrets Manager adds), in a policy this stack
    * attaches to the role (a role of the stack's account). A reissue is a new
    * version of the same secret, so a reader that reads AWSCURRENT gets it.
@@ -103,7 +105,7 @@ export class KeyIssuing extends Construct {
                 stack.formatArn({
                   service: 'secretsmanager',
                   resource: 'secret',
-                  resourceName: `${prefix}/basic-auth/${id}-??????`,
+                  resourceName: `${keysSecretName(prefix, id)}-??????`,
                   arnFormat: ArnFormat.COLON_RESOURCE_NAME,
                 }),
               ),

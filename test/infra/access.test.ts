@@ -5,8 +5,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { SecretsManagerKeyVault } from '../../functions/adapters/secrets-manager-key-vault.js';
 import { example } from '../../infra/stages/example.js';
 import {
   ADMIN,
@@ -17,6 +19,7 @@ import {
   ISSUE_KEYS,
   logicalId,
   REFRESH,
+  resolveValue,
   roleIdOf,
   type Statement,
   stage,
@@ -545,6 +548,39 @@ describe('roles that read issued keys', () => {
         ],
       },
     });
+  });
+
+  it("regression: a reader of an id with ':' is granted the secret the vault writes ('@' in its name)", () => {
+    const { template } = synth(
+      stage({
+        keyIssuing: {
+          ...example.keyIssuing,
+          readers: [
+            {
+              role: 'arn:aws:iam::123456789012:role/merchant-payments',
+              businessApplicationIds: ['ba:eu:1'],
+            },
+          ],
+        },
+      }),
+    );
+    const vault = new SecretsManagerKeyVault({
+      client: new SecretsManagerClient({ region: 'eu-west-1' }),
+      prefix: 'token-vending/example',
+    });
+
+    const [policy] = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) =>
+      JSON.stringify(p).includes('ReadIssuedKeys'),
+    );
+    const { Resource } =
+      (policy?.Properties as { PolicyDocument: { Statement: Array<{ Resource: unknown }> } })
+        .PolicyDocument.Statement[0] ?? {};
+    const granted = resolveValue(template, Array.isArray(Resource) ? Resource[0] : Resource);
+
+    expect(granted).toBe(
+      `arn:aws:secretsmanager:eu-west-1:123456789012:secret:${vault.locationOf('ba:eu:1')}-??????`,
+    );
+    expect(vault.locationOf('ba:eu:1')).toBe('token-vending/example/basic-auth/ba@eu@1');
   });
 
   it('grants no reader by default', () => {
