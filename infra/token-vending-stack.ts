@@ -96,6 +96,7 @@ export class TokenVendingStack extends Stack {
       initialDocument: this.vend.initialPolicyDocument,
       maxAgeSeconds: config.policyMaxAgeSeconds,
       rollbackAlarms: this.observability.policyRollbackAlarms,
+      rollbackWatch: this.observability.policyRollbackWatch,
       logRetention,
       throwaway: config.throwaway,
     });

@@ -18,6 +18,12 @@ export interface AccessPolicyConfigProps {
   readonly maxAgeSeconds: number;
   /** Alarms that roll a policy deployment back when they fire during it. */
   readonly rollbackAlarms: readonly cloudwatch.IAlarm[];
+  /**
+   * The longest any of `rollbackAlarms` needs to fire (its evaluation
+   * periods): a deployment is watched at least that long after it completes,
+   * so a version that breaks vends can still be rolled back.
+   */
+  readonly rollbackWatch: Duration;
   readonly logRetention: logs.RetentionDays;
   /**
    * A throwaway stage: destroy the validator's log group and the policy's
@@ -88,7 +94,10 @@ export class AccessPolicyConfig extends Construct {
       rolloutStrategy: appconfig.RolloutStrategy.linear({
         growthFactor: 50,
         deploymentDuration: Duration.minutes(2),
-        finalBakeTime: Duration.minutes(5),
+        // Long enough for a rollback alarm to fire on what the last instances
+        // do once they hold the version (they fetch it within their cache's
+        // max age, POLICY_MAX_AGE_SECONDS, then vend with it).
+        finalBakeTime: Duration.minutes(Math.max(5, props.rollbackWatch.toMinutes() + 2)),
       }),
     });
     this.validator = new TokenVendingFunction(this, 'Validator', {
@@ -139,6 +148,13 @@ export class AccessPolicyConfig extends Construct {
     // the history survives; docs/deploying.md ("Remove a stage") deletes them
     // afterwards, versions first. A throwaway stage: all go with the stack,
     // once the versions operators added are deleted (the same section).
+    // The first deployment runs the validator: it must not start before
+    // AppConfig may invoke it (CloudFormation would otherwise create the two
+    // side by side, and a deployment that wins the race fails validation).
+    const mayValidate = this.validator.live.node.findChild('AppConfigValidates');
+    for (const child of this.profile.node.children) {
+      if (child instanceof appconfig.CfnDeployment) child.node.addDependency(mayValidate);
+    }
     const removal = props.throwaway ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
     this.application.applyRemovalPolicy(removal);
     this.environment.applyRemovalPolicy(removal);

@@ -13,6 +13,12 @@ import type { TokenVendingFunction } from './token-vending-function.js';
 /** Powertools Metrics namespace of every function (functions/*: `new Metrics({ namespace })`). */
 export const NAMESPACE = 'TokenVending';
 const PERIOD = Duration.minutes(5);
+/**
+ * The period of the alarms AppConfig watches an access policy deployment
+ * with: one minute, so each can fire within the deployment's watched window
+ * (access-policy-config.ts); the five-minute alarms need up to 15 minutes.
+ */
+export const POLICY_WATCH_PERIOD = Duration.minutes(1);
 
 /** The repository file holding one runbook entry per alarm, headed by the alarm's short name. */
 export const RUNBOOK_FILE = 'docs/operations.md';
@@ -78,8 +84,15 @@ export class Observability extends Construct {
   readonly topic: sns.Topic;
   readonly dashboard: cloudwatch.Dashboard;
   readonly alarms: cloudwatch.Alarm[] = [];
-  /** Alarms that roll an access policy deployment back when they fire during it (AppConfig monitors). */
+  /**
+   * Alarms that roll an access policy deployment back when they fire during
+   * it (AppConfig monitors): the signals of `policy-rejected`, `vend-url-5xx`
+   * and `vend-internal-errors` on one-minute periods. They notify no one: the
+   * rollback is their action, and those three alarms page.
+   */
   readonly policyRollbackAlarms: cloudwatch.Alarm[];
+  /** The longest a policy rollback alarm needs to fire: its evaluation periods. */
+  readonly policyRollbackWatch: Duration;
   readonly dashboardUrl: string;
 
   constructor(scope: Construct, id: string, props: ObservabilityProps) {
@@ -240,7 +253,7 @@ export class Observability extends Construct {
         period: PERIOD,
         label,
       });
-    const policyRejected = add(
+    add(
       'policy-rejected',
       'A function refused an access policy version as invalid and kept the last good one (a version the validator let through, or a document edited in place).',
       policySum('PolicyRejected', 'rejected', 'Policy versions rejected'),
@@ -269,11 +282,50 @@ export class Observability extends Construct {
       1,
     );
 
-    this.policyRollbackAlarms = [
-      policyRejected,
-      this.alarm('vend-url-5xx'),
-      this.alarm('vend-internal-errors'),
+    const watches: Array<
+      [string, string, cloudwatch.Metric | cloudwatch.MathExpression, number, number, number]
+    > = [
+      [
+        'rejected',
+        'A function refused the access policy version being deployed.',
+        policySum('PolicyRejected', 'rejected', 'Policy versions rejected'),
+        1,
+        1,
+        1,
+      ],
+      [
+        'vend-url-5xx',
+        'Callers got 5 or more 5xx answers from the vend URL in 2 of the last 3 minutes.',
+        urlMetric(props.vend, 'Url5xxCount'),
+        5,
+        3,
+        2,
+      ],
+      [
+        'vend-internal-errors',
+        'The vend function answered 500 internal_error.',
+        metric('Vends', 'vend-token', { outcome: 'error:internal_error' }),
+        1,
+        1,
+        1,
+      ],
     ];
+    this.policyRollbackAlarms = watches.map(
+      ([name, description, source, threshold, periods, datapoints]) =>
+        new cloudwatch.Alarm(this, `PolicyWatch-${name}`, {
+          alarmName: `${prefix}-policy-watch-${name}`,
+          alarmDescription: `${description} AppConfig rolls an access policy deployment back when this fires during it.`,
+          metric: source.with({ period: POLICY_WATCH_PERIOD }),
+          threshold,
+          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          evaluationPeriods: periods,
+          datapointsToAlarm: datapoints,
+          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        }),
+    );
+    this.policyRollbackWatch = Duration.minutes(
+      POLICY_WATCH_PERIOD.toMinutes() * Math.max(...watches.map(([, , , , periods]) => periods)),
+    );
 
     this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
       dashboardName: prefix,

@@ -19,6 +19,16 @@ describe('the access policy in AppConfig', () => {
   beforeAll(() => {
     template = synth().template;
   });
+  /** The permission that lets AppConfig invoke the validator. */
+  const permissionId = (): string => {
+    const ids = Object.keys(
+      template.findResources('AWS::Lambda::Permission', {
+        Properties: { Principal: 'appconfig.amazonaws.com' },
+      }),
+    );
+    expect(ids).toHaveLength(1);
+    return ids[0] as string;
+  };
 
   it('keeps one hosted free-form profile that only the Lambda validator lets a version through', () => {
     const validator = aliasId(template, VALIDATOR);
@@ -39,7 +49,7 @@ describe('the access policy in AppConfig', () => {
     });
   });
 
-  it('rolls a deployment back when the policy-rejected, URL 5xx or internal-error alarm fires', () => {
+  it('rolls a deployment back when its one-minute watches of rejections, URL 5xx or internal errors fire', () => {
     const alarm = (name: string) =>
       Object.keys(
         template.findResources('AWS::CloudWatch::Alarm', {
@@ -59,7 +69,11 @@ describe('the access policy in AppConfig', () => {
 
     expect(environment.Properties).toMatchObject({ Name: 'example' });
     expect(environment.Properties.Monitors).toEqual(
-      ['policy-rejected', 'vend-url-5xx', 'vend-internal-errors'].map((name) => ({
+      [
+        'policy-watch-rejected',
+        'policy-watch-vend-url-5xx',
+        'policy-watch-vend-internal-errors',
+      ].map((name) => ({
         AlarmArn: { 'Fn::GetAtt': [alarm(name), 'Arn'] },
         AlarmRoleArn: { 'Fn::GetAtt': [role, 'Arn'] },
       })),
@@ -74,6 +88,33 @@ describe('the access policy in AppConfig', () => {
         },
       ],
     });
+  });
+
+  it('regression: watches a deployment long enough for each rollback alarm to fire', () => {
+    // The monitors were the five-minute paging alarms, one of them needing 2 of
+    // 3 periods: up to 15 minutes, past the 7 minutes a deployment is watched.
+    const environment = template.toJSON().Resources[only('AWS::AppConfig::Environment')];
+    const alarms = template.toJSON().Resources;
+    const strategy = template.toJSON().Resources[only('AWS::AppConfig::DeploymentStrategy')]
+      .Properties as { DeploymentDurationInMinutes: number; FinalBakeTimeInMinutes: number };
+    const watchedSeconds =
+      (strategy.DeploymentDurationInMinutes + strategy.FinalBakeTimeInMinutes) * 60;
+
+    for (const monitor of environment.Properties.Monitors as Array<{
+      AlarmArn: { 'Fn::GetAtt': [string, string] };
+    }>) {
+      const alarm = alarms[monitor.AlarmArn['Fn::GetAtt'][0]].Properties;
+      const stat = (alarm.Metrics ?? []).find(
+        (m: { MetricStat?: { Period: number } }) => m.MetricStat,
+      ) as { MetricStat: { Period: number } } | undefined;
+      const period = (alarm.Period ?? stat?.MetricStat.Period) as number;
+      expect(period).toBe(60);
+      // Its whole evaluation range, after the version reached every instance.
+      expect(alarm.EvaluationPeriods * period).toBeLessThanOrEqual(
+        strategy.FinalBakeTimeInMinutes * 60 - 120,
+      );
+      expect(watchedSeconds).toBeGreaterThan(alarm.EvaluationPeriods * period);
+    }
   });
 
   it('deploys versions gradually, half then all over 2 minutes, watched 5 more', () => {
@@ -95,6 +136,12 @@ describe('the access policy in AppConfig', () => {
       DeploymentStrategyId: { Ref: only('AWS::AppConfig::DeploymentStrategy') },
       ConfigurationVersion: { Ref: only('AWS::AppConfig::HostedConfigurationVersion') },
     });
+  });
+
+  it('regression: the first deployment waits until AppConfig may invoke the validator', () => {
+    const deployment = template.toJSON().Resources[only('AWS::AppConfig::Deployment')];
+
+    expect(deployment.DependsOn).toContain(permissionId());
   });
 
   it('gives operators the ids to deploy new versions with', () => {
