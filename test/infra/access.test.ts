@@ -572,8 +572,9 @@ describe('roles that read issued keys', () => {
     const [policy] = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) =>
       JSON.stringify(p).includes('ReadIssuedKeys'),
     );
+    if (!policy) throw new Error('no reader policy');
     const { Resource } =
-      (policy?.Properties as { PolicyDocument: { Statement: Array<{ Resource: unknown }> } })
+      (policy.Properties as { PolicyDocument: { Statement: Array<{ Resource: unknown }> } })
         .PolicyDocument.Statement[0] ?? {};
     const granted = resolveValue(template, Array.isArray(Resource) ? Resource[0] : Resource);
 
