@@ -27,5 +27,5 @@ if (sources.some((name) => (changed(`${client}${name}`) ?? 0) > builtAt)) {
   );
 }
 
-const { main } = await import(cli.href);
-process.exitCode = await main(process.argv.slice(2));
+const { run } = await import(cli.href);
+process.exitCode = await run(process.argv.slice(2));

@@ -244,6 +244,20 @@ function report(error: unknown, io: CliIo, command: string): number {
 }
 
 /** Runs one `tvm` command line; resolves to the exit code. Never throws. */
+/**
+ * `tvm` as a process runs it: `main` over this process's streams, and a
+ * stdout that cannot be written (a reader gone, `| head`; a full disk) ends
+ * it with exit 1 and one line on stderr, never a stack trace.
+ */
+export async function run(argv: readonly string[]): Promise<number> {
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    process.stderr.write(`tvm: output_failed: cannot write to stdout (${error.code ?? 'error'})\n`);
+    process.exit(1);
+  });
+  process.stderr.on('error', () => process.exit(1));
+  return main(argv);
+}
+
 export async function main(
   argv: readonly string[],
   io: CliIo = {

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-/** The `tvm` command: runs `main` (cli.ts) with this process's arguments, environment and streams. */
-import { main } from './cli.js';
+/** The `tvm` command: runs `run` (cli.ts) with this process's arguments, environment and streams. */
+import { run } from './cli.js';
 
-process.exitCode = await main(process.argv.slice(2));
+process.exitCode = await run(process.argv.slice(2));

@@ -5,7 +5,8 @@
  * child's working directory or through TVM_URL and AWS_* variables. Then the
  * repository's own `bin/tvm.mjs`, which runs that build.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -311,6 +312,35 @@ describe('help', () => {
   );
 });
 
+describe('output that cannot be written', () => {
+  it.each([
+    ['the package tvm', TVM],
+    ['bin/tvm.mjs', SHIM],
+  ])(
+    'regression: %s on a full stdout exits 1 with one line, no stack trace',
+    async (_name, bin) => {
+      // Was an unhandled ENOSPC (or EPIPE with `| head`) and Node's stack trace.
+      const full = openSync('/dev/full', 'w');
+      try {
+        const child = spawn(process.execPath, [bin, '--help'], {
+          cwd: emptyDir,
+          stdio: ['ignore', full, 'pipe'],
+        });
+        let stderr = '';
+        child.stderr?.on('data', (chunk: Buffer) => {
+          stderr += chunk.toString();
+        });
+        const code = await new Promise<number | null>((done) => child.once('exit', done));
+
+        expect(code).toBe(1);
+        expect(stderr).toBe('tvm: output_failed: cannot write to stdout (ENOSPC)\n');
+      } finally {
+        closeSync(full);
+      }
+    },
+  );
+});
+
 describe("bin/tvm.mjs, the repository's tvm (npx tvm here)", () => {
   it('runs the built client: a token from the local stack', async () => {
     const run = await tvm(['token', '--scope', 'ba_demo_1'], { cwd: stackDir, bin: SHIM });
@@ -345,7 +375,7 @@ describe("bin/tvm.mjs, the repository's tvm (npx tvm here)", () => {
     await mkdir(join(client, 'dist'));
     await writeFile(
       join(client, 'dist/cli.js'),
-      "export const main = async (argv) => { console.log('built', ...argv); return 0; };\n",
+      "export const run = async (argv) => { console.log('built', ...argv); return 0; };\n",
     );
     await writeFile(join(client, 'cli.ts'), '');
     const past = new Date(Date.now() - 60_000);
