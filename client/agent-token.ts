@@ -37,16 +37,25 @@ export function agentTokenFromEnv(
 }
 
 /**
+ * The mode of a directory made for a token file of `mode`: the owner's, and
+ * search (x) for the group or others the file is readable by, so they can
+ * reach it without listing the directory (0644 gives 0711).
+ */
+export function tokenDirectoryMode(mode: number): number {
+  return 0o700 | (mode & 0o040 ? 0o010 : 0) | (mode & 0o004 ? 0o001 : 0);
+}
+
+/**
  * Writes the token to `path` with `mode`, atomically: a reader sees the old
  * file or the whole new one, and a link at `path` is replaced, not followed.
- * A missing directory is made (mode 0700).
+ * A missing directory is made (tokenDirectoryMode).
  */
 export async function writeAgentTokenFile(
   path: string,
   token: string,
   mode: number,
 ): Promise<void> {
-  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  await mkdir(dirname(path), { recursive: true, mode: tokenDirectoryMode(mode) });
   const temporary = `${path}.${process.pid}.tmp`;
   try {
     await writeFile(temporary, `${token}\n`, { mode, flag: 'wx' });

@@ -133,15 +133,22 @@ export async function agentCommand(args: readonly string[], io: CliIo): Promise<
   const log = (line: Readonly<Record<string, unknown>>) =>
     io.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`);
 
-  if (tokenFile) await writeAgentTokenFile(tokenFile, agentToken, mode);
+  // The port first: an agent that cannot listen (another one runs there)
+  // must not replace, then remove, the token file of the one that runs.
+  const agent = await startAgent({
+    client,
+    agentToken,
+    port,
+    log,
+    ...(io.clock ? { clock: io.clock } : {}),
+  });
   try {
-    const agent = await startAgent({
-      client,
-      agentToken,
-      port,
-      log,
-      ...(io.clock ? { clock: io.clock } : {}),
-    });
+    if (tokenFile) await writeAgentTokenFile(tokenFile, agentToken, mode);
+  } catch (error) {
+    await agent.close();
+    throw error;
+  }
+  try {
     log({
       level: 'INFO',
       message: 'listening',

@@ -22,6 +22,9 @@ import type {
 import { MAX_MIN_TTL, SCOPE_PATTERN } from './vend-api.js';
 
 export const DEFAULT_MIN_TTL = 300;
+
+/** The longest delay a Node.js timer takes (2^31 - 1 ms). */
+const MAX_TIMER_MS = 2_147_483_647;
 /**
  * The vend function's own timeout (30 s) and a margin for its cold start and
  * the network. Its slowest answer that still succeeds comes within it: 13 s
@@ -99,10 +102,18 @@ function validate(options: TokenVendingClientOptions): Target {
       problems.push(`${name} must be a non-negative ${integer ? 'integer' : 'number'}`);
     }
   };
+  // Node.js runs a longer timer at once (after 1 ms, with a TimeoutOverflowWarning).
+  const timer = (name: string, value: number | undefined) => {
+    if (value !== undefined && value > MAX_TIMER_MS) {
+      problems.push(`${name} must be at most ${MAX_TIMER_MS} (about 24.8 days)`);
+    }
+  };
   positive('timeoutMs', options.timeoutMs);
+  timer('timeoutMs', options.timeoutMs);
   if (options.timeoutMs === 0) problems.push('timeoutMs must be more than 0');
   positive('maxRetries', options.maxRetries, true);
   positive('retryBudgetMs', options.retryBudgetMs);
+  timer('retryBudgetMs', options.retryBudgetMs);
   const region =
     options.region ||
     target?.region ||

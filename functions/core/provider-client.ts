@@ -8,6 +8,7 @@ import {
 } from './errors.js';
 import type { ProviderCredentials } from './ports.js';
 import { readLimited } from './read-limited.js';
+import { retryAfterSecondsOf } from './retry-after.js';
 
 /** How the provider wants an unscoped token requested (its document leaves it open). */
 export type UnscopedScopeMode = 'omit' | 'empty';
@@ -189,11 +190,7 @@ export async function parseTokenResponse(
 
 /** Retry-After in whole seconds (delta-seconds or HTTP date), if the response has one. */
 export function retryAfterSeconds(response: Response, nowMs = Date.now()): number | undefined {
-  const value = response.headers.get('retry-after');
-  if (!value) return undefined;
-  if (/^\d+$/.test(value.trim())) return Number(value.trim());
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - nowMs) / 1000));
+  return retryAfterSecondsOf(response.headers.get('retry-after'), nowMs);
 }
 
 /**

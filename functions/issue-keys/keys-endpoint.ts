@@ -4,6 +4,7 @@
  * it into issued keys or a KeysEndpointError. Error bodies are never read.
  */
 import { readLimited } from '../core/read-limited.js';
+import { retryAfterSecondsOf } from '../core/retry-after.js';
 import { KeysEndpointError } from './errors.js';
 
 /** Secrets Manager holds at most 65 536 bytes of secret value. */
@@ -53,15 +54,6 @@ export function sendKeysRequest(
   });
 }
 
-/** Retry-After in whole seconds (delta-seconds or HTTP date), if present. */
-function retryAfterSeconds(response: Response, nowMs: number): number | undefined {
-  const value = response.headers.get('retry-after')?.trim();
-  if (!value) return undefined;
-  if (/^\d+$/.test(value)) return Number(value);
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - nowMs) / 1000));
-}
-
 /** A network failure, timeout or body cut short: retryable with the same key. */
 export function unavailable(error: unknown): KeysEndpointError {
   const timedOut = error instanceof Error && error.name === 'TimeoutError';
@@ -108,7 +100,7 @@ export async function readKeysResponse(response: Response, nowMs: number): Promi
   }
   // Error bodies are never read (they could echo what we sent); free the socket.
   await response.body?.cancel().catch(() => undefined);
-  const retryAfter = retryAfterSeconds(response, nowMs);
+  const retryAfter = retryAfterSecondsOf(response.headers.get('retry-after'), nowMs);
   const fail = (code: ConstructorParameters<typeof KeysEndpointError>[0], message: string) =>
     new KeysEndpointError(code, message, { status, retryable: false });
   switch (status) {

@@ -94,15 +94,20 @@ describe('tvm agent', () => {
     expect(tokens[0]).not.toBe(tokens[1]);
   });
 
-  it('writes the token file with --token-file-mode', async () => {
+  it('writes the token file with --token-file-mode, in a directory its readers can reach', async () => {
+    // Regression: a directory it made was 0700 whatever the mode, so another
+    // user could not reach a 0644 file.
     const file = join(root, 'shared', 'agent-token');
     let mode = 0;
+    let directoryMode = 0;
 
     await run(['--token-file', file, '--token-file-mode', '644'], async () => {
       mode = (await stat(file)).mode & 0o777;
+      directoryMode = (await stat(join(root, 'shared'))).mode & 0o777;
     });
 
     expect(mode).toBe(0o644);
+    expect(directoryMode).toBe(0o711);
   });
 
   it('takes the agent token from --token-env, writing no file', async () => {
@@ -134,6 +139,23 @@ describe('tvm agent', () => {
     const result = await run(args, undefined, env);
 
     expect(result.code).toBe(2);
+  });
+
+  it("regression: a second agent on a taken port leaves the running one's token file alone", async () => {
+    const file = join(root, 'running-agent-token');
+    let before = '';
+    let after = '';
+    let second: Awaited<ReturnType<typeof run>> | undefined;
+
+    await run(['--token-file', file], async (url) => {
+      before = await readFile(file, 'utf8');
+      second = await run(['--port', new URL(url).port, '--token-file', file]);
+      after = await readFile(file, 'utf8');
+    });
+
+    expect(second?.code).toBe(1);
+    expect(second?.stderr).toContain('tvm: address_in_use:');
+    expect(after).toBe(before);
   });
 
   it('exits 1 when the port is taken', async () => {

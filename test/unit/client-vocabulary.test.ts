@@ -6,6 +6,7 @@
  */
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { TokenVendingClient, TokenVendingError } from '../../client/index.js';
+import { parseRetryAfter } from '../../client/retry-after.js';
 import type { LocalStackFile } from '../../client/stack-file.js';
 import {
   MAX_MIN_TTL as CLIENT_MAX_MIN_TTL,
@@ -18,6 +19,7 @@ import { SCOPE_PATTERN } from '../../functions/core/access-policy.js';
 import type { ProblemCode } from '../../functions/core/errors.js';
 import * as vendErrors from '../../functions/core/errors.js';
 import { problemResponse } from '../../functions/core/problem.js';
+import { retryAfterSecondsOf } from '../../functions/core/retry-after.js';
 import { MAX_MIN_TTL, parseVendRequest } from '../../functions/core/vend-request.js';
 import type { StackInfo } from '../../local/stack.js';
 
@@ -106,6 +108,25 @@ describe('request syntax', () => {
     }
 
     expect(minTtlValue(text)).toBe(vend);
+  });
+});
+
+describe('Retry-After', () => {
+  const nowMs = Date.UTC(2030, 0, 1);
+  it.each([
+    '7',
+    ' 7 ',
+    '0',
+    '-5',
+    '1.5',
+    '+3',
+    '2030',
+    'soon',
+    '',
+    new Date(nowMs + 2000).toUTCString(),
+    new Date(nowMs - 60_000).toUTCString(),
+  ])('reads %j as the vend and key-issuing functions do', (value) => {
+    expect(parseRetryAfter(value, nowMs)).toBe(retryAfterSecondsOf(value, nowMs));
   });
 });
 

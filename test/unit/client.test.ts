@@ -229,6 +229,19 @@ describe('configuration', () => {
     );
   });
 
+  it.each(['timeoutMs', 'retryBudgetMs'] as const)(
+    'regression: refuses a %s longer than a Node.js timer (it would fire after 1 ms)',
+    (option) => {
+      expect(() => new TokenVendingClient({ url: URL_EU, [option]: 3e9 })).toThrowError(
+        expect.objectContaining({
+          code: 'invalid_config',
+          message: expect.stringContaining(`${option} must be at most 2147483647`),
+        }),
+      );
+      expect(() => new TokenVendingClient({ url: URL_EU, [option]: 2_147_483_647 })).not.toThrow();
+    },
+  );
+
   it('reports every bad option at once', () => {
     let error: unknown;
     try {

@@ -709,6 +709,15 @@ describe('retryAfterSeconds', () => {
     // Assess: toUTCString drops the milliseconds, so 2.5 s becomes 2 s.
     expect(results).toEqual([7, 2, 0, undefined, undefined]);
   });
+
+  it.each(['-5', '1.5', '+3', '0x10', '12:30'])(
+    'regression: %j is no Retry-After (Date.parse read such numbers as dates)',
+    (value) => {
+      const response = new Response(null, { status: 503, headers: { 'retry-after': value } });
+
+      expect(retryAfterSeconds(response, Date.UTC(2030, 0, 1))).toBeUndefined();
+    },
+  );
 });
 
 /** Listens on a free loopback port and closes again, returning the port. */
