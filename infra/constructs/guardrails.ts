@@ -193,6 +193,15 @@ export class Guardrails extends Construct {
           resources: ['*'],
           conditions: { StringNotEquals: { 'iam:PermissionsBoundary': boundaryArn } },
         }),
+        // Nor escape it through a principal it makes: a role or user it
+        // creates carries this boundary too.
+        new iam.PolicyStatement({
+          sid: 'DenyUnboundedPrincipals',
+          effect: iam.Effect.DENY,
+          actions: ['iam:CreateRole', 'iam:CreateUser'],
+          resources: ['*'],
+          conditions: { StringNotEquals: { 'iam:PermissionsBoundary': boundaryArn } },
+        }),
         new iam.PolicyStatement({
           sid: 'DenyBoundaryChanges',
           effect: iam.Effect.DENY,
@@ -214,7 +223,7 @@ export class Guardrails extends Construct {
     acknowledgeWildcardResource(
       this.permissionsBoundary,
       '*',
-      'The Allow * of a permissions boundary grants nothing by itself (see the Action::* reason); the Deny statements with Resource * deny removing or replacing this boundary on any principal.',
+      'The Allow * of a permissions boundary grants nothing by itself (see the Action::* reason); the Deny statements with Resource * deny removing or replacing this boundary on any principal, and creating a role or user without it.',
     );
 
     new CfnOutput(this, 'ServiceControlPolicyOutput', {

@@ -141,6 +141,13 @@ describe('guardrails', () => {
           Condition: { StringNotEquals: { 'iam:PermissionsBoundary': BOUNDARY_ARN } },
         },
         {
+          Sid: 'DenyUnboundedPrincipals',
+          Effect: 'Deny',
+          Action: ['iam:CreateRole', 'iam:CreateUser'],
+          Resource: '*',
+          Condition: { StringNotEquals: { 'iam:PermissionsBoundary': BOUNDARY_ARN } },
+        },
+        {
           Sid: 'DenyBoundaryChanges',
           Effect: 'Deny',
           Action: [
@@ -254,6 +261,23 @@ describe('guardrails', () => {
         expect(ask(DEPLOYMENT_ROLE, action, secret)).not.toBe('denied');
       }
     });
+  });
+
+  it('regression: a bounded principal cannot escape through a role or user it creates without the boundary', () => {
+    const ask = (action: string, context: Record<string, string>) =>
+      evaluate(template, boundary, {
+        principal: CALLER,
+        action,
+        resource: `arn:aws:iam::${ACCOUNT}:role/escape`,
+        context,
+      });
+    const other = 'arn:aws:iam::aws:policy/AdministratorAccess';
+
+    for (const action of ['iam:CreateRole', 'iam:CreateUser']) {
+      expect(ask(action, {})).toBe('denied');
+      expect(ask(action, { 'iam:PermissionsBoundary': other })).toBe('denied');
+      expect(ask(action, { 'iam:PermissionsBoundary': BOUNDARY_ARN })).not.toBe('denied');
+    }
   });
 
   it('names the deployment role a stage gives', () => {
