@@ -131,18 +131,40 @@ function parseArguments(argv: readonly string[]): unknown {
   }
 }
 
+/** `error` and each error in its `cause` chain, in order. */
+function causesOf(error: unknown): unknown[] {
+  const chain: unknown[] = [];
+  for (let e = error; e !== undefined && !chain.includes(e); ) {
+    chain.push(e);
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return chain;
+}
+
+/**
+ * The local hint when the admin could not use DynamoDB (the token store or the
+ * key-job store), else undefined: a table missing at that endpoint (a
+ * TABLE_NAME the stack does not use), or the endpoint not answering.
+ */
+function dynamoDbHint(error: unknown): string | undefined {
+  const chain = causesOf(error);
+  const storeFailed = chain.some(
+    (e) =>
+      (e instanceof StoreUnavailableError && !(e instanceof SealerUnavailableError)) ||
+      (e instanceof KeyIssuingError && e.code === 'job_store_unavailable'),
+  );
+  if (!storeFailed) return undefined;
+  return chain.some((e) => describe(e).name === 'ResourceNotFoundException')
+    ? 'DynamoDB has no such table; is TABLE_NAME the one npm start uses?'
+    : "is the local stack's DynamoDB running (npm start)?";
+}
+
 function report(error: unknown, io: AdminIo): number {
   let line: string;
-  // The admin core names a failed store in its own error (store_unavailable); the hint is local.
+  // The admin core names a failed store in its own error (store_unavailable).
   const cause = error instanceof AdminError ? error.cause : error;
   if (cause instanceof StoreUnavailableError && !(cause instanceof SealerUnavailableError)) {
-    const noTable = describe(cause.cause).name === 'ResourceNotFoundException';
-    line = withCode(
-      'store_unavailable',
-      noTable
-        ? `${cause.message}: DynamoDB has no such table; is TABLE_NAME the one npm start uses?`
-        : `${cause.message}: is the local stack's DynamoDB running (npm start)?`,
-    );
+    line = withCode('store_unavailable', cause.message);
   } else if (error instanceof KeyIssuingFailedError) {
     // Scripts see which ids were issued, skipped and failed (never key material).
     io.stdout.write(`${JSON.stringify(error.result, null, 2)}\n`);
@@ -161,7 +183,8 @@ function report(error: unknown, io: AdminIo): number {
     const { name, code } = describe(error);
     line = `internal_error: ${String(name)}${typeof code === 'string' ? ` (${code})` : ''}`;
   }
-  io.stderr.write(`admin: ${line}\n`);
+  const hint = dynamoDbHint(error);
+  io.stderr.write(`admin: ${line}${hint === undefined ? '' : `: ${hint}`}\n`);
   return 1;
 }
 

@@ -218,6 +218,20 @@ describe('the local stack', () => {
     );
   });
 
+  it('regression: a key-job store that does not answer gets the same DynamoDB hint as the token store', async () => {
+    const cwd = await project({ stack: stackInfo, key: KEY });
+
+    const run = await admin(
+      ['{"action":"clear-pending-key","businessApplicationId":"ba_1","reason":"confirmed"}'],
+      { cwd, env: { PORT: '18787' }, up: true },
+    );
+
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(
+      /^admin: job_store_unavailable: .*: is the local stack's DynamoDB running \(npm start\)\?$/m,
+    );
+  });
+
   it('reports every configuration problem at once, never echoing a secret', async () => {
     const cwd = await project({
       stack: (dir) =>
