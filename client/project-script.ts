@@ -16,16 +16,27 @@ export interface ProjectScriptOptions {
   readonly stderr: { write(text: string): unknown };
 }
 
-/** Whether `<cwd>/package.json` defines the script. */
-async function hasScript(cwd: string, script: string): Promise<boolean> {
+/**
+ * The token vending project's package name. A project script runs only there:
+ * another project's `admin` or `policy` script is not ours, and its exit 0
+ * would read as "valid" or "done".
+ */
+export const PROJECT_PACKAGE_NAME = 'token-vending-functions';
+
+/** Why `<cwd>/package.json` cannot run the script, or undefined when it can. */
+async function scriptProblem(cwd: string, script: string): Promise<string | undefined> {
+  let pkg: { name?: unknown; scripts?: Record<string, unknown> };
   try {
-    const pkg = JSON.parse(await readFile(join(cwd, 'package.json'), 'utf8')) as {
-      scripts?: Record<string, unknown>;
-    };
-    return typeof pkg.scripts?.[script] === 'string';
+    pkg = JSON.parse(await readFile(join(cwd, 'package.json'), 'utf8'));
   } catch {
-    return false;
+    return `no "${script}" script in ./package.json`;
   }
+  if (pkg.name !== PROJECT_PACKAGE_NAME) {
+    return `./package.json is not the token vending project's (${PROJECT_PACKAGE_NAME})`;
+  }
+  return typeof pkg.scripts?.[script] === 'string'
+    ? undefined
+    : `no "${script}" script in ./package.json`;
 }
 
 /**
@@ -35,8 +46,9 @@ async function hasScript(cwd: string, script: string): Promise<boolean> {
  */
 export async function runProjectScript(options: ProjectScriptOptions): Promise<number> {
   const { script } = options;
-  if (!(await hasScript(options.cwd, script))) {
-    throw new CliError('not_available', `no "${script}" script in ./package.json: ${options.hint}`);
+  const problem = await scriptProblem(options.cwd, script);
+  if (problem !== undefined) {
+    throw new CliError('not_available', `${problem}: ${options.hint}`);
   }
   return new Promise((resolve, reject) => {
     const child = spawn('npm', ['run', '--silent', script, '--', ...options.args], {

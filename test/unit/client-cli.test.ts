@@ -3,6 +3,7 @@
  * parameters; the vend URL is a scripted fetch (requests really signed) and
  * Lambda is aws-sdk-client-mock with the SDK's real exception classes.
  */
+
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +14,7 @@ import {
   ResourceNotFoundException,
 } from '@aws-sdk/client-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
+import { PROJECT_PACKAGE_NAME } from '../../client/project-script.js';
 import 'aws-sdk-client-mock-vitest/extend';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ADMIN_HELP, type CliIo, MAIN_HELP, main, TOKEN_HELP } from '../../client/cli.js';
@@ -368,13 +370,29 @@ describe('tvm admin', () => {
     expect(lambda).not.toHaveReceivedCommand(InvokeCommand);
   });
 
+  it("regression: runs no other project's admin script, whose exit 0 would read as done", async () => {
+    await writeFile(
+      join(projectDir, 'package.json'),
+      JSON.stringify({ name: 'some-service', scripts: { admin: 'node -e "process.exit(0)"' } }),
+    );
+
+    const run = await tvm(['admin', '{"action":"status"}'], { cwd: projectDir });
+
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      "tvm: not_available: ./package.json is not the token vending project's " +
+        '(token-vending-functions): run tvm admin in the token vending project directory ' +
+        '(where npm start runs), or pass --function NAME\n',
+    );
+  });
+
   it('runs npm run admin in the project directory, passing its output and exit code through', async () => {
     // A stand-in for the project's admin script: echoes its argument and an
     // environment variable, writes to stderr and exits 3.
     await writeFile(
       join(projectDir, 'package.json'),
       JSON.stringify({
-        name: 'stand-in',
+        name: PROJECT_PACKAGE_NAME,
         scripts: {
           admin:
             'node -e "process.stdout.write(JSON.stringify({argv: process.argv.slice(1), marker: process.env.MARKER})); process.stderr.write(\'admin: busy: stand-in\\n\'); process.exit(3)"',

@@ -4,8 +4,11 @@
  * vend function agree. The `expectTypeOf` checks are enforced by the type-check
  * (`npm run typecheck`), the others at run time.
  */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { TokenVendingClient, TokenVendingError } from '../../client/index.js';
+import { PROJECT_PACKAGE_NAME } from '../../client/project-script.js';
 import { parseRetryAfter } from '../../client/retry-after.js';
 import type { LocalStackFile } from '../../client/stack-file.js';
 import {
@@ -108,6 +111,16 @@ describe('request syntax', () => {
     }
 
     expect(minTtlValue(text)).toBe(vend);
+  });
+});
+
+describe('the project', () => {
+  it("is the package the client's project scripts run in (tvm admin, tvm policy)", () => {
+    const root = JSON.parse(
+      readFileSync(resolve(import.meta.dirname, '../../package.json'), 'utf8'),
+    ) as { name: string };
+
+    expect(PROJECT_PACKAGE_NAME).toBe(root.name);
   });
 });
 
