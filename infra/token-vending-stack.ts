@@ -125,7 +125,7 @@ export class TokenVendingStack extends Stack {
         name: fn.functionName,
         roleArn: fn.role.roleArn,
       })),
-      providerSecretArn: credentials.resourceArn,
+      providerSecretArn: credentials.anyRegionArn,
       // CloudFormation deploys; CodeDeploy moves vend's live alias during a release.
       deploymentPrincipalArns: [deploymentRoleArn, this.releases.role.roleArn],
     });

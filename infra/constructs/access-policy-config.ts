@@ -7,6 +7,8 @@ import { Construct } from 'constructs';
 import { acknowledgeWildcardResource } from '../nag.js';
 import { TokenVendingFunction } from './token-vending-function.js';
 
+/** The longest final bake time AppConfig takes, in minutes ("FinalBakeTimeInMinutes ... Maximum value of 1440", AppConfig API Reference, DeploymentStrategy). */
+const APPCONFIG_MAX_BAKE_MINUTES = 1440;
 /** The configuration profile's name; `tvm policy` and the docs use it. */
 export const POLICY_PROFILE_NAME = 'access-policy';
 
@@ -88,16 +90,21 @@ export class AccessPolicyConfig extends Construct {
     });
     // Gradual, so an alarm can stop a bad version before every instance has
     // it; an urgent revocation can be deployed with AppConfig.AllAtOnce.
+    // Watched long enough for a rollback alarm to fire on what the last
+    // instances do with the version: they fetch it within their cache's max
+    // age (POLICY_MAX_AGE_SECONDS), vend with it, and the slowest alarm needs
+    // its evaluation periods, plus a minute for the metrics to arrive.
+    const bakeMinutes = Math.min(
+      APPCONFIG_MAX_BAKE_MINUTES,
+      Math.max(5, Math.ceil(props.maxAgeSeconds / 60) + props.rollbackWatch.toMinutes() + 1),
+    );
     this.strategy = new appconfig.DeploymentStrategy(this, 'Strategy', {
       deploymentStrategyName: `${prefix}-policy`,
-      description: 'Access policy: half the fetches, then all, over 2 minutes; 5 minutes watched',
+      description: `Access policy: half the fetches, then all, over 2 minutes; ${bakeMinutes} minutes watched`,
       rolloutStrategy: appconfig.RolloutStrategy.linear({
         growthFactor: 50,
         deploymentDuration: Duration.minutes(2),
-        // Long enough for a rollback alarm to fire on what the last instances
-        // do once they hold the version (they fetch it within their cache's
-        // max age, POLICY_MAX_AGE_SECONDS, then vend with it).
-        finalBakeTime: Duration.minutes(Math.max(5, props.rollbackWatch.toMinutes() + 2)),
+        finalBakeTime: Duration.minutes(bakeMinutes),
       }),
     });
     this.validator = new TokenVendingFunction(this, 'Validator', {

@@ -24,6 +24,8 @@ export class CredentialsSecret extends Construct {
   readonly secretId: string;
   /** The IAM resource: the complete ARN, or `<name>-??????` (the suffix Secrets Manager adds). */
   readonly resourceArn: string;
+  /** The same in any region: the secret and its replicas, which keep its name. */
+  readonly anyRegionArn: string;
   readonly #readers: iam.IRole[] = [];
 
   constructor(scope: Construct, id: string, secret: StageConfig['credentialsSecret']) {
@@ -31,14 +33,23 @@ export class CredentialsSecret extends Construct {
     if (secret.kind === 'arn') {
       this.secretId = secret.arn;
       this.resourceArn = secret.arn;
+      // arn:partition:secretsmanager:region:account:secret:name-suffix
+      this.anyRegionArn = secret.arn
+        .split(':')
+        .map((part, i) => (i === 3 ? '*' : part))
+        .join(':');
     } else {
       this.secretId = secret.name;
-      this.resourceArn = Stack.of(this).formatArn({
-        service: 'secretsmanager',
-        resource: 'secret',
-        resourceName: `${secret.name}-??????`,
-        arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-      });
+      const arnIn = (region?: string) =>
+        Stack.of(this).formatArn({
+          service: 'secretsmanager',
+          resource: 'secret',
+          resourceName: `${secret.name}-??????`,
+          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+          ...(region === undefined ? {} : { region }),
+        });
+      this.resourceArn = arnIn();
+      this.anyRegionArn = arnIn('*');
     }
     new secretsmanager.CfnResourcePolicy(this, 'ReadersOnly', {
       secretId: this.secretId,

@@ -45,11 +45,28 @@ export interface GuardrailsProps {
    * function or given more, outside deployment.
    */
   readonly functions: ReadonlyArray<{ readonly name: string; readonly roleArn: string }>;
-  /** The provider credentials secret (its IAM resource ARN): its resource policy keeps readers to the functions. */
+  /**
+   * The provider credentials secret as an IAM resource in any region (its
+   * replicas keep its name): its resource policy keeps readers to the functions.
+   */
   readonly providerSecretArn: string;
   /** Principals that may still change the functions: the deployment role. */
   readonly deploymentPrincipalArns: readonly string[];
 }
+
+/**
+ * What could open the provider secret to other readers: its resource policy,
+ * and a replica in another region, which a promotion
+ * (`StopReplicationToReplica`) turns into a secret of its own, policy and all
+ * ("Replicate AWS Secrets Manager secrets across Regions", Secrets Manager
+ * User Guide). Denied in every region: a replica keeps the secret's name.
+ */
+export const SECRET_POLICY_ACTIONS = [
+  'secretsmanager:DeleteResourcePolicy',
+  'secretsmanager:PutResourcePolicy',
+  'secretsmanager:ReplicateSecretToRegions',
+  'secretsmanager:StopReplicationToReplica',
+] as const;
 
 /**
  * What could give a function's role to other code or widen it: passing it to
@@ -153,7 +170,7 @@ export class Guardrails extends Construct {
       new iam.PolicyStatement({
         sid: 'DenyProviderSecretPolicyOutsideDeployment',
         effect: iam.Effect.DENY,
-        actions: ['secretsmanager:DeleteResourcePolicy', 'secretsmanager:PutResourcePolicy'],
+        actions: [...SECRET_POLICY_ACTIONS],
         resources: [props.providerSecretArn],
         conditions: outsideDeployment,
       }),

@@ -117,6 +117,21 @@ describe('the access policy in AppConfig', () => {
     }
   });
 
+  it.each([300, 900, 3600])(
+    'regression: with policyMaxAgeSeconds %i, still watches until the last instances have vended with the version',
+    (maxAge) => {
+      // The bake was 5 minutes whatever the max age: instances that fetch the
+      // version up to an hour later were never watched.
+      const { template: other } = synth(stage({ policyMaxAgeSeconds: maxAge }));
+      const [strategy] = Object.values(other.findResources('AWS::AppConfig::DeploymentStrategy'));
+      const bake = (strategy?.Properties as { FinalBakeTimeInMinutes?: number } | undefined)
+        ?.FinalBakeTimeInMinutes;
+
+      // The max age, the slowest watch's 3 minutes, a minute for the metrics.
+      expect(bake).toBe(Math.ceil(maxAge / 60) + 3 + 1);
+    },
+  );
+
   it('deploys versions gradually, half then all over 2 minutes, watched 5 more', () => {
     template.hasResourceProperties('AWS::AppConfig::DeploymentStrategy', {
       Name: 'token-vending-example-policy',

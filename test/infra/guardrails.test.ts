@@ -6,7 +6,11 @@
  */
 import type { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ROLE_CHANGE_ACTIONS, VEND_CHANGE_ACTIONS } from '../../infra/constructs/guardrails.js';
+import {
+  ROLE_CHANGE_ACTIONS,
+  SECRET_POLICY_ACTIONS,
+  VEND_CHANGE_ACTIONS,
+} from '../../infra/constructs/guardrails.js';
 import {
   ACCOUNT,
   FUNCTIONS,
@@ -28,6 +32,8 @@ const VALIDATOR = 'token-vending-example-policy-validator';
 const ALL_FUNCTIONS = [...FUNCTIONS, VALIDATOR];
 const functionArn = (name: string) => `arn:aws:lambda:${REGION}:${ACCOUNT}:function:${name}`;
 const SECRET_ARN = `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:token-vending/example/provider-credentials-??????`;
+/** The provider secret and its replicas, in any region. */
+const SECRET_ANY_REGION = SECRET_ARN.replace(`:${REGION}:`, ':*:');
 
 /** `statements` with each Resource list sorted. */
 function withSortedResources(statements: unknown[]): unknown[] {
@@ -71,8 +77,8 @@ function doorStatements(
     {
       Sid: 'DenyProviderSecretPolicyOutsideDeployment',
       Effect: 'Deny',
-      Action: ['secretsmanager:DeleteResourcePolicy', 'secretsmanager:PutResourcePolicy'],
-      Resource: SECRET_ARN,
+      Action: [...SECRET_POLICY_ACTIONS],
+      Resource: SECRET_ANY_REGION,
       Condition: outsideDeployment,
     },
   ];
@@ -251,14 +257,21 @@ describe('guardrails', () => {
       );
     });
 
-    it("denies changing the provider secret's resource policy to all but the deployment role", () => {
+    it("denies changing the provider secret's resource policy, or replicating it, to all but the deployment role", () => {
       const secret = SECRET_ARN.replace('??????', 'AbCdEf');
+      // Regression (review): a replica, promoted in its region, is a secret of
+      // its own whose policy the deny did not name.
+      const replica = secret.replace(`:${REGION}:`, ':us-west-2:');
       for (const action of [
         'secretsmanager:PutResourcePolicy',
         'secretsmanager:DeleteResourcePolicy',
+        'secretsmanager:ReplicateSecretToRegions',
+        'secretsmanager:StopReplicationToReplica',
       ]) {
-        expect(ask(CALLER, action, secret)).toBe('denied');
-        expect(ask(DEPLOYMENT_ROLE, action, secret)).not.toBe('denied');
+        for (const resource of [secret, replica]) {
+          expect(ask(CALLER, action, resource)).toBe('denied');
+          expect(ask(DEPLOYMENT_ROLE, action, resource)).not.toBe('denied');
+        }
       }
     });
   });
@@ -278,6 +291,19 @@ describe('guardrails', () => {
       expect(ask(action, { 'iam:PermissionsBoundary': other })).toBe('denied');
       expect(ask(action, { 'iam:PermissionsBoundary': BOUNDARY_ARN })).not.toBe('denied');
     }
+  });
+
+  it('names a secret given by its complete ARN, in any region', () => {
+    const arn = `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:provider-AbC123`;
+    const { template: other } = synth(stage({ credentialsSecret: arn }));
+    const document = JSON.parse(
+      resolveValue(other, other.toJSON().Outputs.GuardrailServiceControlPolicy.Value),
+    ) as { Statement: Array<{ Sid: string; Resource: unknown }> };
+
+    expect(
+      document.Statement.find((s) => s.Sid === 'DenyProviderSecretPolicyOutsideDeployment')
+        ?.Resource,
+    ).toBe(`arn:aws:secretsmanager:*:${ACCOUNT}:secret:provider-AbC123`);
   });
 
   it('names the deployment role a stage gives', () => {
