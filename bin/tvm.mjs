@@ -27,5 +27,6 @@ if (sources.some((name) => (changed(`${client}${name}`) ?? 0) > builtAt)) {
   );
 }
 
-const { run } = await import(cli.href);
-process.exitCode = await run(process.argv.slice(2));
+// `run` since the build that added it; a client/dist built before has only `main`.
+const { run, main } = await import(cli.href);
+process.exitCode = await (run ?? main)(process.argv.slice(2));

@@ -55,7 +55,16 @@ export async function writeAgentTokenFile(
   token: string,
   mode: number,
 ): Promise<void> {
-  await mkdir(dirname(path), { recursive: true, mode: tokenDirectoryMode(mode) });
+  const directory = dirname(path);
+  const directoryMode = tokenDirectoryMode(mode);
+  const firstMade = await mkdir(directory, { recursive: true, mode: directoryMode });
+  // The umask may have taken bits from the mode: set it on each directory made.
+  if (firstMade !== undefined) {
+    for (let dir = directory; ; dir = dirname(dir)) {
+      await chmod(dir, directoryMode);
+      if (dir === firstMade || dirname(dir) === dir) break;
+    }
+  }
   const temporary = `${path}.${process.pid}.tmp`;
   try {
     await writeFile(temporary, `${token}\n`, { mode, flag: 'wx' });

@@ -243,7 +243,6 @@ function report(error: unknown, io: CliIo, command: string): number {
   return 1;
 }
 
-/** Runs one `tvm` command line; resolves to the exit code. Never throws. */
 /**
  * `tvm` as a process runs it: `main` over this process's streams, and a
  * stdout that cannot be written (a reader gone, `| head`; a full disk) ends
@@ -258,6 +257,7 @@ export async function run(argv: readonly string[]): Promise<number> {
   return main(argv);
 }
 
+/** Runs one `tvm` command line; resolves to the exit code. Never throws. */
 export async function main(
   argv: readonly string[],
   io: CliIo = {

@@ -5,7 +5,7 @@
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { RefreshFailure, Revision, StoredItem } from '../core/ports.js';
-import { SEALER_UNAVAILABLE } from '../core/refresh-failure.js';
+import { MAX_FAILURE_BACKOFF_MS, SEALER_UNAVAILABLE } from '../core/refresh-failure.js';
 import { type Item, num, readNum } from './dynamodb-attributes.js';
 
 /**
@@ -97,7 +97,9 @@ function retryAfterOf(item: Item, failedAt: number): number | undefined {
   const recorded = item.failed_retry_after?.M;
   if (recorded === undefined || readNum(recorded.at) !== failedAt) return undefined;
   const seconds = readNum(recorded.seconds);
-  return seconds !== undefined && Number.isFinite(seconds) && seconds > 0 ? seconds : undefined;
+  if (seconds === undefined || !Number.isFinite(seconds) || seconds <= 0) return undefined;
+  // Bounded as the back-off it starts is (a hand edit may hold anything).
+  return Math.min(seconds, MAX_FAILURE_BACKOFF_MS / 1000);
 }
 
 /** How releasing a lease records `failure` (failureOf reads it back), replacing any other record. */

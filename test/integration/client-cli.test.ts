@@ -370,12 +370,12 @@ describe("bin/tvm.mjs, the repository's tvm (npx tvm here)", () => {
     );
   });
 
-  it('warns when a client source changed after the build, and runs the build', async () => {
+  it('warns when a client source changed after the build, and runs the build (one from before run(): main only)', async () => {
     const { shim, client } = await fakeRepository('stale');
     await mkdir(join(client, 'dist'));
     await writeFile(
       join(client, 'dist/cli.js'),
-      "export const run = async (argv) => { console.log('built', ...argv); return 0; };\n",
+      "export const main = async (argv) => { console.log('built', ...argv); return 0; };\n",
     );
     await writeFile(join(client, 'cli.ts'), '');
     const past = new Date(Date.now() - 60_000);

@@ -381,6 +381,30 @@ it("DynamoDB store: a provider's Retry-After is read back with its failure, and 
   expect((await store.get(PK))?.failure).toEqual({ atMs: NOW + 31_000, code: 'upstream_error' });
 });
 
+it('DynamoDB store: a recorded Retry-After reads back bounded at 60 s, whatever the item holds', async () => {
+  const store = new DynamoDbTokenStore(shared.client, shared.table);
+  const write = (seconds: string) =>
+    shared.client.send(
+      new PutItemCommand({
+        TableName: shared.table,
+        Item: {
+          pk: { S: PK },
+          failed_at: { N: String(NOW) },
+          failed_code: { S: 'upstream_unavailable' },
+          failed_retry_after: { M: { at: { N: String(NOW) }, seconds: { N: seconds } } },
+        },
+      }),
+    );
+
+  await write('1e100');
+  const huge = (await store.get(PK))?.failure;
+  await write('-5');
+  const negative = (await store.get(PK))?.failure;
+
+  expect(huge?.retryAfterSeconds).toBe(60);
+  expect(negative).toEqual({ atMs: NOW, code: 'upstream_unavailable' });
+});
+
 it("DynamoDB store: a failure the previous release writes is never read with an older failure's Retry-After", async () => {
   // During a canary the previous release records a failure as it always did
   // (failed_at, failed_code) and leaves failed_retry_after alone.

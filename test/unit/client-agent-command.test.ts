@@ -110,6 +110,23 @@ describe('tvm agent', () => {
     expect(directoryMode).toBe(0o711);
   });
 
+  it('makes the directories for a 0644 token file reachable whatever the umask', async () => {
+    const file = join(root, 'umask', 'nested', 'agent-token');
+    const modes: number[] = [];
+    const before = process.umask(0o077);
+    try {
+      await run(['--token-file', file, '--token-file-mode', '644'], async () => {
+        for (const dir of [join(root, 'umask'), join(root, 'umask', 'nested')]) {
+          modes.push((await stat(dir)).mode & 0o777);
+        }
+      });
+    } finally {
+      process.umask(before);
+    }
+
+    expect(modes).toEqual([0o711, 0o711]);
+  });
+
   it('takes the agent token from --token-env, writing no file', async () => {
     let status = 0;
 
