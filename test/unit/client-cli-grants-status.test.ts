@@ -3,11 +3,13 @@
  * Lambda is aws-sdk-client-mock, and the local admin a stand-in `admin` script
  * in a directory's package.json.
  */
+
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InvokeCommand, type InvokeCommandOutput, LambdaClient } from '@aws-sdk/client-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
+import { PROJECT_PACKAGE_NAME } from '../../client/project-script.js';
 import 'aws-sdk-client-mock-vitest/extend';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type CliIo, GRANTS_HELP, MAIN_HELP, main, STATUS_HELP } from '../../client/cli.js';
@@ -246,6 +248,7 @@ describe('tvm status', () => {
     await writeFile(
       join(project, 'package.json'),
       JSON.stringify({
+        name: PROJECT_PACKAGE_NAME,
         scripts: {
           admin: `node -e "if (process.argv[1] !== '{\\"action\\":\\"status\\"}') process.exit(9); process.stdout.write(require('fs').readFileSync('status.json', 'utf8'))"`,
         },
