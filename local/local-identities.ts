@@ -3,7 +3,14 @@
  * the demo identity, or `LOCAL_IDENTITIES` from the environment, and the grants
  * the local stack's default access policy gives them.
  */
+
 import * as v from 'valibot';
+import {
+  ACCOUNT,
+  IAM_NAME,
+  PARTITION,
+  PRINCIPAL_PATTERN,
+} from '../functions/core/access-policy-schema.js';
 import type { Env, EnvReader } from '../functions/core/config.js';
 
 export interface LocalIdentity {
@@ -106,14 +113,9 @@ export function readLocalIdentities(reader: EnvReader, env: Env): LocalIdentity[
   return result.output;
 }
 
-const PARTITION = 'aws(?:-[a-z]+)*';
-const ACCOUNT = '\\d{12}';
-const NAME = '[\\w+=,.@-]+';
+const NAME = IAM_NAME;
 const ASSUMED_ROLE = new RegExp(
   `^arn:(${PARTITION}):sts::(${ACCOUNT}):assumed-role/(${NAME})/${NAME}$`,
-);
-const IAM_PRINCIPAL = new RegExp(
-  `^arn:${PARTITION}:iam::${ACCOUNT}:(?:root|(?:role|user)/(?:${NAME}/)*${NAME})$`,
 );
 
 /**
@@ -127,7 +129,7 @@ export function policyPrincipal(arn: string): string | undefined {
     const [, partition, account, role] = session;
     return `arn:${partition}:iam::${account}:role/${role}`;
   }
-  return IAM_PRINCIPAL.test(arn) ? arn : undefined;
+  return PRINCIPAL_PATTERN.test(arn) ? arn : undefined;
 }
 
 /**

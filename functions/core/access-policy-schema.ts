@@ -15,12 +15,25 @@ import { UNSCOPED_LABEL } from './item-keys.js';
 /** The syntax of a business application id used as a scope. */
 export const SCOPE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
-/** ARN parts, as regular expression sources. */
-export const PARTITION = 'aws(?:-cn|-us-gov|-iso(?:-[a-z])?)?';
+/**
+ * ARN parts, as regular expression sources. A partition is `aws` or
+ * `aws-<name>` (aws-cn, aws-us-gov, aws-iso-b, aws-eusc...): one pattern for
+ * grants, callers and the local identities, so a partition AWS adds is taken
+ * alike everywhere.
+ */
+export const PARTITION = 'aws(?:-[a-z]+)*';
 export const ACCOUNT = '\\d{12}';
-/** Role or user ARN (with optional path), or an account root. */
-const PRINCIPAL_PATTERN = new RegExp(
-  `^arn:${PARTITION}:iam::${ACCOUNT}:(?:root|(?:role|user)/(?:[\\w+=,.@-]+/)*[\\w+=,.@-]+)$`,
+/** A role, user or session name (IAM's name characters). */
+export const IAM_NAME = '[\\w+=,.@-]+';
+/**
+ * A path segment of a role or user: IAM paths may hold any ASCII character
+ * from `!` through DEL ("IAM identifiers", IAM User Guide), here without the
+ * `/` that separates them.
+ */
+const PATH_SEGMENT = '[\\x21-\\x2e\\x30-\\x7f]+';
+/** Role or user ARN (with optional path), or an account root: a grant's principal. */
+export const PRINCIPAL_PATTERN = new RegExp(
+  `^arn:${PARTITION}:iam::${ACCOUNT}:(?:root|(?:role|user)/(?:${PATH_SEGMENT}/)*${IAM_NAME})$`,
 );
 
 const isScopeName = (input: unknown): input is string =>
@@ -48,7 +61,7 @@ function grantSchema(list: ListSchema) {
       v.string(),
       v.regex(
         PRINCIPAL_PATTERN,
-        'must be an IAM role ARN, user ARN or arn:aws:iam::<account>:root',
+        'must be an IAM role ARN, user ARN or arn:<partition>:iam::<account>:root',
       ),
     ),
     scopes: v.optional(list(GrantScope, isGrantScope)),

@@ -4,6 +4,7 @@ import {
   type AccessGrant,
   checkPolicyDocument,
   GrantSchema,
+  IAM_NAME,
   PARTITION,
 } from './access-policy-schema.js';
 import { AccessDeniedError, ConfigError } from './errors.js';
@@ -31,6 +32,8 @@ interface ParsedArn {
   name: string;
 }
 
+const IAM_NAME_ONLY = new RegExp(`^${IAM_NAME}$`);
+
 const CALLER_PATTERN = new RegExp(
   `^arn:(${PARTITION}):(iam|sts)::(${ACCOUNT}):(root|role|user|assumed-role|federated-user)(?:/(.+))?$`,
 );
@@ -40,15 +43,18 @@ function parseArn(arn: string): ParsedArn | undefined {
   if (!m) return undefined;
   const [, partition = '', service, account = '', kind = '', rest = ''] = m;
   if (kind === 'assumed-role') {
-    // arn:aws:sts::<acct>:assumed-role/<name>/<session>: STS drops role paths.
+    // arn:aws:sts::<acct>:assumed-role/<name>/<session>: STS drops role
+    // paths, so exactly a name and a session, each of IAM's name characters.
     if (service !== 'sts') return undefined;
-    const [name, session] = rest.split('/');
-    if (!name || !session) return undefined;
+    const parts = rest.split('/');
+    const [name, session] = parts;
+    if (parts.length !== 2 || !name || !session) return undefined;
+    if (!IAM_NAME_ONLY.test(name) || !IAM_NAME_ONLY.test(session)) return undefined;
     return { partition, account, kind, name };
   }
   if (kind === 'federated-user') {
     // arn:aws:sts::<acct>:federated-user/<name> (GetFederationToken): one plain name.
-    return service === 'sts' && /^[\w+=,.@-]+$/.test(rest)
+    return service === 'sts' && IAM_NAME_ONLY.test(rest)
       ? { partition, account, kind, name: rest }
       : undefined;
   }

@@ -228,6 +228,33 @@ describe('AccessPolicy.allows', () => {
     expect(allowed).toBe(true);
   });
 
+  it.each([
+    [`arn:aws:iam::${ACCOUNT}:role/team#1/app`, assumed('app')],
+    [`arn:aws:iam::${ACCOUNT}:role/a:b/c~d/app`, assumed('app')],
+    [`arn:aws:iam::${ACCOUNT}:user/ops!/alice`, `arn:aws:iam::${ACCOUNT}:user/ops!/alice`],
+  ])(
+    'regression: grants %s, whose path holds characters IAM allows in paths',
+    (principal, caller) => {
+      // IAM paths may hold any ASCII character from ! through DEL; such a
+      // principal could not be granted at all.
+      const parsed = policy({ scopes: ['ba_1'], grants: [{ principal, scopes: ['ba_1'] }] });
+
+      expect(parsed.allows(caller, 'ba_1')).toBe(true);
+    },
+  );
+
+  it('regression: grants and admits a principal of a partition AWS names aws-<name> (aws-eusc)', () => {
+    const parsed = policy({
+      scopes: ['ba_1'],
+      grants: [{ principal: `arn:aws-eusc:iam::${ACCOUNT}:role/checkout`, scopes: ['ba_1'] }],
+    });
+
+    expect(parsed.allows(`arn:aws-eusc:sts::${ACCOUNT}:assumed-role/checkout/s1`, 'ba_1')).toBe(
+      true,
+    );
+    expect(parsed.allows(assumed('checkout'), 'ba_1')).toBe(false);
+  });
+
   it('matches a user grant only on the exact user ARN, path included', () => {
     // Prepare
     const parsed = policy();
@@ -343,6 +370,10 @@ describe('AccessPolicy.allows', () => {
     `arn:aws:sts::${ACCOUNT}:assumed-role/checkout/s1\n`,
     ` arn:aws:sts::${ACCOUNT}:assumed-role/checkout/s1`,
     `arn:aws:iam::${ACCOUNT}:role/checkout/`,
+    // Regression: an assumed-role ARN is exactly a role and a session.
+    `arn:aws:sts::${ACCOUNT}:assumed-role/checkout/s1/x`,
+    `arn:aws:sts::${ACCOUNT}:assumed-role/checkout/s1 `,
+    `arn:aws:sts::${ACCOUNT}:assumed-role/check out/s1`,
   ])('denies the malformed caller ARN %j', (callerArn) => {
     // Prepare: a root grant would match any well-formed principal of the account.
     const parsed = policy({
