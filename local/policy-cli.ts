@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { AccessPolicy } from '../functions/core/access-policy.js';
-import { ConfigError } from '../functions/core/errors.js';
+import { ConfigError, PolicyInvalidError } from '../functions/core/errors.js';
 import { documentDigest } from '../functions/core/policy-source.js';
 
 export const POLICY_HELP = `Usage: npm run policy -- validate <file>
@@ -50,10 +50,11 @@ export async function runPolicyCli(args: readonly string[], io: PolicyCliIo): Pr
     policy = AccessPolicy.parse(text, { source: file });
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    const [head, rest = ''] = error.message.split(/ is invalid: /);
-    const problems = rest === '' ? [error.message] : rest.split('; ');
+    // One line per problem, as the checks listed them.
     io.stderr.write(
-      `${rest === '' ? '' : `${head} is invalid:\n`}${problems.map((p) => `  - ${p}`).join('\n')}\n`,
+      error instanceof PolicyInvalidError
+        ? `${file} is invalid:\n${error.problems.map((p) => `  - ${p}`).join('\n')}\n`
+        : `  - ${error.message}\n`,
     );
     return 1;
   }

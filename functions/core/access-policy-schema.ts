@@ -142,6 +142,18 @@ function reservedScopes(raw: unknown): string[] {
 }
 
 /**
+ * An issue as a problem: its path and what was expected. valibot's own
+ * messages end with what they received ("... but received \"...\""), a value
+ * of the document: cut, so no value reaches a log or splits one problem into
+ * several. Our own messages (the regex checks) quote nothing.
+ */
+function describeIssue(issue: v.BaseIssue<unknown>): string {
+  const path = v.getDotPath(issue) ?? '(root)';
+  const at = issue.message.lastIndexOf(' but received ');
+  return `${path}: ${at === -1 ? issue.message : issue.message.slice(0, at)}`;
+}
+
+/**
  * The document if every check passes, else every problem: shape problems with
  * their paths, then grant scopes not listed in `scopes`, the reserved scope
  * name and repeated key-issuing ids.
@@ -154,9 +166,7 @@ export function checkPolicyDocument(
     // Only a document that failed the fast pass needs the per-element one.
     ...(fast.success
       ? []
-      : (v.safeParse(DetailedPolicySchema, raw).issues ?? []).map(
-          (i) => `${v.getDotPath(i) ?? '(root)'}: ${i.message}`,
-        )),
+      : (v.safeParse(DetailedPolicySchema, raw).issues ?? []).map(describeIssue)),
     ...unlistedScopes(raw),
     ...reservedScopes(raw),
     ...repeatedKeyIssuingIds(raw),

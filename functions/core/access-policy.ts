@@ -7,7 +7,7 @@ import {
   IAM_NAME,
   PARTITION,
 } from './access-policy-schema.js';
-import { AccessDeniedError, ConfigError } from './errors.js';
+import { AccessDeniedError, ConfigError, PolicyInvalidError } from './errors.js';
 
 export type { AccessGrant, AccessPolicyDocument } from './access-policy-schema.js';
 export { SCOPE_PATTERN } from './access-policy-schema.js';
@@ -33,6 +33,13 @@ interface ParsedArn {
 }
 
 const IAM_NAME_ONLY = new RegExp(`^${IAM_NAME}$`);
+
+/** `line L, column C` (from 1) of offset `at` in `text`. */
+function lineAndColumn(text: string, at: number): string {
+  const before = text.slice(0, at);
+  const line = before.split('\n').length;
+  return `line ${line}, column ${at - before.lastIndexOf('\n')}`;
+}
 
 const CALLER_PATTERN = new RegExp(
   `^arn:(${PARTITION}):(iam|sts)::(${ACCOUNT}):(root|role|user|assumed-role|federated-user)(?:/(.+))?$`,
@@ -144,14 +151,16 @@ export class AccessPolicy {
     let raw: unknown;
     try {
       raw = JSON.parse(json);
-    } catch {
-      throw new ConfigError(`${source} is not valid JSON`);
+    } catch (error) {
+      // Where, not what: the parser's message may quote the document.
+      const at = /at position (\d+)/.exec(String((error as Error).message));
+      throw new ConfigError(
+        `${source} is not valid JSON${at ? ` (${lineAndColumn(json, Number(at[1]))})` : ''}`,
+      );
     }
     const checked = checkPolicyDocument(raw);
     // Every problem, in one message.
-    if ('problems' in checked) {
-      throw new ConfigError(`${source} is invalid: ${checked.problems.join('; ')}`);
-    }
+    if ('problems' in checked) throw new PolicyInvalidError(source, checked.problems);
     const doc = checked.document;
     fixedGrants.forEach((grant, index) => {
       if (!v.is(GrantSchema, grant)) {

@@ -113,6 +113,20 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
+/**
+ * An access policy document that fails its checks: every problem, each naming
+ * its path and what was expected, never a value of the document (a secret
+ * pasted by mistake would reach the log).
+ */
+export class PolicyInvalidError extends ConfigError {
+  readonly problems: readonly string[];
+
+  constructor(source: string, problems: readonly string[]) {
+    super(`${source} is invalid: ${problems.join('; ')}`);
+    this.problems = problems;
+  }
+}
+
 /** The shared cache (DynamoDB) failed; the core falls back to degraded mode. */
 export class StoreUnavailableError extends Error {
   override name = 'StoreUnavailableError';

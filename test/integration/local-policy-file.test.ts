@@ -40,7 +40,8 @@ const BROKEN = {
 /** What the stack's log must name, one per problem. */
 const BROKEN_PROBLEMS = [
   'scopes.1: is not a valid scope name',
-  'grants.0.unscoped: Invalid type: Expected boolean but received "yes"',
+  // Regression: the problem quoted the value ("but received \"yes\"").
+  'grants.0.unscoped: Invalid type: Expected boolean',
   'grants.1.principal: must be an IAM role ARN',
   'grants.2.scopes: "ba_other" is not listed in scopes',
 ];

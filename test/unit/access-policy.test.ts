@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AccessPolicy } from '../../functions/core/access-policy.js';
-import { AccessDeniedError, ConfigError } from '../../functions/core/errors.js';
+import { AccessDeniedError, ConfigError, PolicyInvalidError } from '../../functions/core/errors.js';
 
 const ACCOUNT = '111122223333';
 const OTHER_ACCOUNT = '444455556666';
@@ -49,7 +49,39 @@ describe('AccessPolicy.parse', () => {
     // Assess
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).name).toBe('ConfigError');
-    expect((error as Error).message).toBe('ACCESS_POLICY is not valid JSON');
+    expect((error as Error).message).toBe('ACCESS_POLICY is not valid JSON (line 1, column 2)');
+  });
+
+  it('regression: says where the JSON breaks when the parser does, never quoting the document', () => {
+    // A missing comma: the parser names the offset, which becomes a line and column.
+    const missingComma = '{\n  "scopes": ["ba_1"]\n  "grants": []\n}';
+    // An unexpected token: the parser's message quotes the text around it.
+    const secretToken = '{\n  "scopes": ["ba_1"],\n  "grants": [ sk_live_SECRET ]\n}';
+
+    const errors = [missingComma, secretToken].map(
+      (text) => thrown(() => AccessPolicy.parse(text, 'ACCESS_POLICY_FILE p.json')) as Error,
+    );
+
+    expect(errors.map((e) => e.message)).toEqual([
+      'ACCESS_POLICY_FILE p.json is not valid JSON (line 3, column 3)',
+      'ACCESS_POLICY_FILE p.json is not valid JSON',
+    ]);
+  });
+
+  it('regression: a problem names what was expected, never the value, so a value cannot forge problems', () => {
+    const forged = 'tok; grants.99: forged problem; sk_live_SECRETVALUE';
+    const doc = {
+      scopes: ['ba_1'],
+      grants: [{ principal: 'arn:aws:iam::111122223333:role/r', unscoped: forged }],
+    };
+
+    const error = thrown(() => policy(doc));
+
+    expect(error).toBeInstanceOf(PolicyInvalidError);
+    expect((error as PolicyInvalidError).problems).toEqual([
+      'grants.0.unscoped: Invalid type: Expected boolean',
+    ]);
+    expect((error as Error).message).not.toContain('SECRETVALUE');
   });
 
   it.each([

@@ -82,7 +82,7 @@ describe('readVendSettings', () => {
 
     expect(read).toThrow(ConfigError);
     expect(read).toThrow(
-      /ACCESS_POLICY is not valid JSON; PROVIDER_BASE_URL must be a URL; UNSCOPED_SCOPE_MODE must be one of omit, empty; REFRESH_AHEAD_SECONDS must be an integer from 60 to 3600; TABLE_NAME is required/,
+      /ACCESS_POLICY is not valid JSON \(line 1, column \d+\); PROVIDER_BASE_URL must be a URL; UNSCOPED_SCOPE_MODE must be one of omit, empty; REFRESH_AHEAD_SECONDS must be an integer from 60 to 3600; TABLE_NAME is required/,
     );
   });
 
