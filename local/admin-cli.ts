@@ -206,7 +206,8 @@ export async function runAdminCli(argv: readonly string[], io: AdminIo): Promise
     // A bad event is answered before anything is looked up.
     const parsed = parseAdminEvent(event);
     if (parsed.action === 'issue-keys') parseKeyIssuingEvent(parsed.event);
-    const target = await resolveLocalAdmin(io.env, io.cwd);
+    const target = await resolveLocalAdmin(io.env, io.cwd, io.fetch);
+    if (target.warning !== undefined) io.stderr.write(`admin: warning: ${target.warning}\n`);
     await checkStackRunning(target, io.fetch);
     const clock = io.clock ?? systemClock;
     const admin = createLocalAdmin(target, { clock, logger: stderrLogger(io.stderr) });

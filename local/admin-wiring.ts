@@ -17,6 +17,8 @@ import { AesGcmSealer } from '../functions/adapters/sealers.js';
 import { type AdminResult, createAdmin } from '../functions/admin/admin.js';
 import type { Clock } from '../functions/core/clock.js';
 import type { Env } from '../functions/core/config.js';
+import { ConfigError } from '../functions/core/errors.js';
+import { documentDigest } from '../functions/core/policy-source.js';
 import type { CoreLogger } from '../functions/core/token-service-types.js';
 import { createKeyIssuingJob } from '../functions/issue-keys/job.js';
 import { forceRefresh } from '../functions/refresh/force-refresh.js';
@@ -34,6 +36,7 @@ import {
   stackAnswers,
   stackFileEnv,
 } from './stack-config.js';
+import { askStackForPolicy } from './stack-control.js';
 import { LOCAL_AWS_CREDENTIALS } from './table.js';
 
 /** A failure of the local wiring itself; the message starts with the code. */
@@ -57,6 +60,8 @@ export interface LocalAdminTarget {
   /** Absolute LOCAL_SECRETS_DIR. */
   readonly secretsDir: string;
   readonly sealingKey: Buffer;
+  /** Said on stderr before the admin runs: the policy file is invalid, the stack's own is used. */
+  readonly warning?: string;
 }
 
 /**
@@ -64,7 +69,11 @@ export interface LocalAdminTarget {
  * which must exist (it names the stack's sealing key).
  * @throws LocalAdminError `no_local_stack`, StackFileError, ConfigError, SealingKeyError
  */
-export async function resolveLocalAdmin(env: Env, cwd: string): Promise<LocalAdminTarget> {
+export async function resolveLocalAdmin(
+  env: Env,
+  cwd: string,
+  fetchImpl: typeof fetch = globalThis.fetch,
+): Promise<LocalAdminTarget> {
   const info = await readStackInfo(join(cwd, DEFAULT_STACK_FILE), DEFAULT_STACK_FILE);
   if (info === undefined) {
     throw new LocalAdminError(
@@ -73,9 +82,24 @@ export async function resolveLocalAdmin(env: Env, cwd: string): Promise<LocalAdm
         '(npm run admin reads its DynamoDB endpoint, URLs and sealing key from that file)',
     );
   }
-  const settings = readLocalSettings(overlayEnv(stackFileEnv(info), env));
+  const effective = overlayEnv(stackFileEnv(info), env);
+  let settings: LocalSettings;
+  let warning: string | undefined;
+  try {
+    settings = readLocalSettings(effective);
+  } catch (error) {
+    // An invalid edit of the policy file: the running stack keeps the last good
+    // version in force, and the admin judges by the same.
+    const inForce = await policyInForce(error, effective, info, fetchImpl);
+    if (inForce === undefined) throw error;
+    settings = readLocalSettings(overlayEnv(effective, { ACCESS_POLICY: inForce }));
+    warning =
+      `${(error as Error).message.replace(/^Invalid configuration: /, '')}; ` +
+      `using the policy the running stack keeps in force (${documentDigest(inForce)})`;
+  }
   const sealingKey = await readSealingKey(info.sealingKeyFile as string);
   return {
+    ...(warning === undefined ? {} : { warning }),
     info,
     settings,
     vendUrl:
@@ -86,6 +110,23 @@ export async function resolveLocalAdmin(env: Env, cwd: string): Promise<LocalAdm
     secretsDir: resolve(cwd, settings.localSecretsDir),
     sealingKey,
   };
+}
+
+/**
+ * The policy text the running stack keeps in force, when `error` is the
+ * policy file's (an invalid edit, or the file gone) and the stack can say.
+ */
+async function policyInForce(
+  error: unknown,
+  env: Env,
+  info: StackInfo,
+  fetchImpl: typeof fetch,
+): Promise<string | undefined> {
+  if (!(error instanceof ConfigError) || !error.message.includes('ACCESS_POLICY_FILE')) {
+    return undefined;
+  }
+  if (env.ACCESS_POLICY_FILE === undefined || info.control === undefined) return undefined;
+  return askStackForPolicy(info.control, fetchImpl);
 }
 
 /**

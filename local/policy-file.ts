@@ -82,12 +82,36 @@ export function localPolicyProvider(
   local: LocalPolicy,
   deps: { readonly clock: Clock; readonly logger: CoreLogger },
 ): PolicyProvider {
-  if (local.kind === 'fixed') return inlinePolicy(local.policy, local.text, deps.clock.now());
-  return new PolicySource({
+  return localPolicy(local, deps).provider;
+}
+
+/**
+ * The policy provider, and the text of the version it keeps in force (the
+ * stack's control endpoint hands it to `npm run admin` while the file holds an
+ * invalid edit).
+ */
+export function localPolicy(
+  local: LocalPolicy,
+  deps: { readonly clock: Clock; readonly logger: CoreLogger },
+): { readonly provider: PolicyProvider; readonly textInForce: () => Promise<string | undefined> } {
+  if (local.kind === 'fixed') {
+    return {
+      provider: inlinePolicy(local.policy, local.text, deps.clock.now()),
+      textInForce: async () => local.text,
+    };
+  }
+  const source = new PolicySource({
     fetch: async () => ({ text: await readFile(local.path, 'utf8') }),
     source: `ACCESS_POLICY_FILE ${local.path}`,
     maxAgeSeconds: local.refreshSeconds,
     clock: deps.clock,
     logger: deps.logger,
   });
+  return {
+    provider: source,
+    textInForce: async () => {
+      await source.current();
+      return source.loadedText;
+    },
+  };
 }

@@ -36,12 +36,24 @@ function sameToken(given: string | string[] | undefined, token: string): boolean
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-export async function startStackControl(pool: Pick<InstancePool, 'forget'>): Promise<StackControl> {
+export async function startStackControl(
+  pool: Pick<InstancePool, 'forget'>,
+  options: {
+    /** The access policy text the stack keeps in force (`GET /policy`). */
+    readonly policyInForce?: () => Promise<string | undefined>;
+  } = {},
+): Promise<StackControl> {
   const token = randomBytes(24).toString('base64url');
   const server = createServer(async (req, res) => {
     const answer = (status: number) => res.writeHead(status).end();
-    if (req.method !== 'POST' || req.url !== '/forget') return answer(404);
+    const route = `${req.method} ${req.url}`;
+    if (route !== 'POST /forget' && route !== 'GET /policy') return answer(404);
     if (!sameToken(req.headers[CONTROL_TOKEN_HEADER], token)) return answer(403);
+    if (route === 'GET /policy') {
+      const text = await options.policyInForce?.().catch(() => undefined);
+      if (text === undefined) return answer(404);
+      return res.writeHead(200, { 'content-type': 'application/json' }).end(text);
+    }
     // The simulator's reader never rejects: a client gone mid-body, or a body
     // over the limit, is answered 400 and never reaches the process.
     const read = await readBody(req, MAX_BODY_BYTES);
@@ -67,6 +79,29 @@ export async function startStackControl(pool: Pick<InstancePool, 'forget'>): Pro
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * The access policy text the running stack keeps in force, or undefined when
+ * it cannot tell (best effort, as askStackToForget).
+ */
+export async function askStackForPolicy(
+  control: { readonly url: string; readonly token: string },
+  fetchImpl: typeof fetch = fetch,
+): Promise<string | undefined> {
+  try {
+    const response = await fetchImpl(`${control.url}/policy`, {
+      headers: { [CONTROL_TOKEN_HEADER]: control.token },
+      signal: AbortSignal.timeout(2000),
+    });
+    if (response.status !== 200) {
+      await response.body?.cancel();
+      return undefined;
+    }
+    return await response.text();
+  } catch {
+    return undefined;
+  }
 }
 
 /**

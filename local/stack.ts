@@ -18,7 +18,7 @@ import { startDynamoDbLocal } from './dynamodb-local.js';
 import { startLocalFunctionUrl } from './function-url.js';
 import { createInstancePool, type InstancePool } from './instance-pool.js';
 import { DEMO_IDENTITY, type LocalIdentity } from './local-identities.js';
-import { localPolicyProvider } from './policy-file.js';
+import { localPolicy } from './policy-file.js';
 import {
   DEMO_PROVIDER_CREDENTIALS,
   type ProviderSimulator,
@@ -125,7 +125,10 @@ export async function startLocalStack(
   const settings = readLocalSettings(env);
   const { vend, externalProvider, identities, region } = settings;
   const logger = options.logger ?? new Logger({ serviceName: 'token-vending-local' });
-  const policy = localPolicyProvider(settings.policy, { clock: systemClock, logger });
+  const { provider: policy, textInForce } = localPolicy(settings.policy, {
+    clock: systemClock,
+    logger,
+  });
   const stackFile = options.stackFile === undefined ? DEFAULT_STACK_FILE : options.stackFile;
   if (stackFile !== null) await refuseIfRunning(stackFile);
 
@@ -187,7 +190,7 @@ export async function startLocalStack(
       }),
     );
     const runtime = pool.instances[0] as VendRuntime;
-    const control = await startStackControl(pool);
+    const control = await startStackControl(pool, { policyInForce: textInForce });
     stops.push(() => control.close());
     const url = await startLocalFunctionUrl({
       handler: pool.handler,

@@ -113,6 +113,15 @@ export class PolicySource implements PolicyProvider {
     return this.#loaded;
   }
 
+  /**
+   * The text of the document in force (the last one loaded), once one is: a
+   * rejected version never replaces it. The local stack hands it to
+   * `npm run admin` while the policy file holds an invalid edit.
+   */
+  get loadedText(): string | undefined {
+    return this.#loadedText;
+  }
+
   async current(): Promise<LoadedPolicy> {
     const { clock } = this.#options;
     if (this.#nextAskAt === undefined || clock.now() >= this.#nextAskAt) {

@@ -13,6 +13,7 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { TokenVendingClient } from '../../client/index.js';
 import { documentDigest } from '../../functions/core/policy-source.js';
 import { DEMO_IDENTITY } from '../../local/local-identities.js';
 import { type NpmStartGroup, projectOfItsOwn, startNpmStartGroup } from '../support/npm-start.js';
@@ -113,5 +114,45 @@ describe('npm run admin with ACCESS_POLICY_FILE', () => {
     expect(afterEdit.code).toBe(0);
     expect(JSON.parse(afterEdit.stdout)).toMatchObject({ scope: 'ba_demo_1', status: 'refreshed' });
     expect(shown).toMatchObject({ version: documentDigest(edited), scopes: 2 });
+  }, 60_000);
+});
+
+describe('npm run admin while the policy file holds an invalid edit', () => {
+  it('regression: judges by the policy the running stack keeps in force, and says so', async () => {
+    // Every admin action refused with invalid_config, while the stack served on.
+    const info = JSON.parse(readFileSync(join(project, '.local/stack.json'), 'utf8')) as {
+      functionUrl: string;
+    };
+    const client = new TokenVendingClient({
+      url: info.functionUrl,
+      region: 'us-east-1',
+      credentials: DEMO_IDENTITY,
+    });
+    const good = policy(['ba_demo_1', 'ba_demo_2']);
+    writeFileSync(join(project, 'policy.json'), good);
+    // The stack loads the good version as it judges a caller (within its 1 s refresh).
+    let before = await client.getGrants();
+    for (let tries = 0; before.policyVersion !== documentDigest(good) && tries < 50; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      before = await client.getGrants();
+    }
+    writeFileSync(
+      join(project, 'policy.json'),
+      '{"scopes":["ba_demo_1"],"grants":[{"principal":"x"}]}',
+    );
+
+    const status = await admin({ action: 'status' }, BASE_ENV);
+    const refreshed = await admin({ action: 'refresh', scope: 'ba_demo_2' }, BASE_ENV);
+
+    expect(before.policyVersion).toBe(documentDigest(good));
+    expect(status.code).toBe(0);
+    expect(status.stderr).toMatch(
+      new RegExp(
+        `^admin: warning: ACCESS_POLICY_FILE .*policy\\.json is invalid: grants\\.0\\.principal: .*; using the policy the running stack keeps in force \\(${documentDigest(good)}\\)\\n$`,
+      ),
+    );
+    expect(JSON.parse(status.stdout).policy).toMatchObject({ version: documentDigest(good) });
+    expect(refreshed.code).toBe(0);
+    expect(JSON.parse(refreshed.stdout)).toMatchObject({ scope: 'ba_demo_2', status: 'refreshed' });
   }, 60_000);
 });

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  askStackForPolicy,
   askStackToForget,
   CONTROL_TOKEN_HEADER,
   type StackControl,
@@ -39,6 +40,23 @@ describe("the local stack's control endpoint", () => {
     expect(await post('{"all":false}', control.token)).toBe(400);
     expect(await post('not json', control.token)).toBe(400);
     expect(asked).toEqual([]);
+  });
+
+  it('hands the policy text in force to its token only, and says when it has none', async () => {
+    let text: string | undefined = '{"scopes":[],"grants":[]}';
+    control = await startStackControl(
+      { forget: () => undefined },
+      { policyInForce: async () => text },
+    );
+    const unsigned = await fetch(`${control.url}/policy`).then((r) => r.status);
+
+    const given = await askStackForPolicy(control);
+    text = undefined;
+    const none = await askStackForPolicy(control);
+
+    expect(unsigned).toBe(403);
+    expect(given).toBe('{"scopes":[],"grants":[]}');
+    expect(none).toBeUndefined();
   });
 
   it('answers false, never throws, when no stack listens', async () => {
