@@ -6,6 +6,7 @@
  */
 import { secretsPrefixProblem } from '../functions/adapters/secrets-manager-key-vault.js';
 import { AccessPolicy, type AccessPolicyDocument } from '../functions/core/access-policy.js';
+import { PARTITION } from '../functions/core/access-policy-schema.js';
 import { APPCONFIG_MIN_POLL_SECONDS } from '../functions/core/config.js';
 import {
   ACCESS_FIELDS,
@@ -137,8 +138,9 @@ const STAGE_PATTERN = /^[a-z][a-z0-9-]{0,19}$/;
 const ACCOUNT_PATTERN = /^\d{12}$/;
 const REGION_PATTERN = /^[a-z]{2}(?:-[a-z]+)+-\d$/;
 /** A complete secret ARN: the name, a hyphen and the six characters Secrets Manager adds. */
-const SECRET_ARN_PATTERN =
-  /^arn:aws(?:-cn|-us-gov|-iso(?:-[a-z])?)?:secretsmanager:[a-z]{2}(?:-[a-z]+)+-\d:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$/;
+const SECRET_ARN_PATTERN = new RegExp(
+  `^arn:${PARTITION}:secretsmanager:[a-z]{2}(?:-[a-z]+)+-\\d:\\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$`,
+);
 const SECRET_NAME_PATTERN = /^[A-Za-z0-9/_+=.@-]{1,512}$/;
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 /** The retention periods CloudWatch Logs accepts. */

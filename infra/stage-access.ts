@@ -3,6 +3,7 @@
  * and who administers the cache key: checked once, with every problem named.
  */
 import type { AccessPolicy } from '../functions/core/access-policy.js';
+import { IAM_PATH_SEGMENT, PARTITION } from '../functions/core/access-policy-schema.js';
 
 /** What a stage file writes about access (part of StageInput). */
 export interface StageAccessInput {
@@ -57,9 +58,10 @@ export const MAX_CALLER_ACCOUNTS = 20;
 const ACCOUNT_PATTERN = /^\d{12}$/;
 /** Organizations ids: `o-` and 10 to 32 lower-case letters or digits (Organizations API reference). */
 const ORGANIZATION_PATTERN = /^o-[a-z0-9]{10,32}$/;
-/** An IAM role ARN (any partition), with or without a path. */
-const ROLE_ARN_PATTERN =
-  /^arn:aws(?:-cn|-us-gov|-iso(?:-[a-z])?)?:iam::\d{12}:role\/(?:[\w+=,.@-]+\/)*[\w+=,.@-]{1,64}$/;
+/** An IAM role ARN (any partition, as access policies take them), with or without a path. */
+const ROLE_ARN_PATTERN = new RegExp(
+  `^arn:${PARTITION}:iam::\\d{12}:role/(?:${IAM_PATH_SEGMENT}/)*[\\w+=,.@-]{1,64}$`,
+);
 
 const accountOf = (arn: string): string | undefined =>
   /^arn:[^:]+:(?:iam|sts)::(\d{12}):/.exec(arn)?.[1];

@@ -90,9 +90,14 @@ export async function resolveLocalAdmin(
   } catch (error) {
     // An invalid edit of the policy file: the running stack keeps the last good
     // version in force, and the admin judges by the same.
-    const inForce = await policyInForce(error, effective, info, fetchImpl);
+    const inForce = await policyInForce(error, { env, effective, cwd, info }, fetchImpl);
     if (inForce === undefined) throw error;
-    settings = readLocalSettings(overlayEnv(effective, { ACCESS_POLICY: inForce }));
+    try {
+      settings = readLocalSettings(overlayEnv(effective, { ACCESS_POLICY: inForce }));
+    } catch {
+      // Other problems too: the first error names them all, the file's included.
+      throw error;
+    }
     warning =
       `${(error as Error).message.replace(/^Invalid configuration: /, '')}; ` +
       `using the policy the running stack keeps in force (${documentDigest(inForce)})`;
@@ -118,14 +123,28 @@ export async function resolveLocalAdmin(
  */
 async function policyInForce(
   error: unknown,
-  env: Env,
-  info: StackInfo,
+  at: {
+    readonly env: Env;
+    readonly effective: Env;
+    readonly cwd: string;
+    readonly info: StackInfo;
+  },
   fetchImpl: typeof fetch,
 ): Promise<string | undefined> {
-  if (!(error instanceof ConfigError) || !error.message.includes('ACCESS_POLICY_FILE')) {
+  const { env, effective, cwd, info } = at;
+  const file = effective.ACCESS_POLICY_FILE;
+  // Only the stack's own file: a policy the operator names (another file, or
+  // ACCESS_POLICY beside it) is theirs to fix, never replaced by the stack's.
+  if (
+    !(error instanceof ConfigError) ||
+    info.control === undefined ||
+    info.accessPolicyFile === undefined ||
+    file === undefined ||
+    resolve(cwd, file) !== info.accessPolicyFile ||
+    (env.ACCESS_POLICY ?? '') !== ''
+  ) {
     return undefined;
   }
-  if (env.ACCESS_POLICY_FILE === undefined || info.control === undefined) return undefined;
   return askStackForPolicy(info.control, fetchImpl);
 }
 

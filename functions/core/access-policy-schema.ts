@@ -30,10 +30,10 @@ export const IAM_NAME = '[\\w+=,.@-]+';
  * from `!` through DEL ("IAM identifiers", IAM User Guide), here without the
  * `/` that separates them.
  */
-const PATH_SEGMENT = '[\\x21-\\x2e\\x30-\\x7f]+';
+export const IAM_PATH_SEGMENT = '[\\x21-\\x2e\\x30-\\x7f]+';
 /** Role or user ARN (with optional path), or an account root: a grant's principal. */
 export const PRINCIPAL_PATTERN = new RegExp(
-  `^arn:${PARTITION}:iam::${ACCOUNT}:(?:root|(?:role|user)/(?:${PATH_SEGMENT}/)*${IAM_NAME})$`,
+  `^arn:${PARTITION}:iam::${ACCOUNT}:(?:root|(?:role|user)/(?:${IAM_PATH_SEGMENT}/)*${IAM_NAME})$`,
 );
 
 const isScopeName = (input: unknown): input is string =>
@@ -125,7 +125,11 @@ function repeatedKeyIssuingIds(raw: unknown): string[] {
       seen.add(id);
       return [];
     }
-    return [`keyIssuing.businessApplicationIds.${index}: "${id.slice(0, 128)}" is listed twice`];
+    const first = ids.indexOf(id);
+    // Named when it is an id; anything else only by where it is.
+    return isScopeName(id)
+      ? [`keyIssuing.businessApplicationIds.${index}: "${id}" is listed twice`]
+      : [`keyIssuing.businessApplicationIds.${index}: repeats businessApplicationIds.${first}`];
   });
 }
 
@@ -148,9 +152,15 @@ function reservedScopes(raw: unknown): string[] {
  * several. Our own messages (the regex checks) quote nothing.
  */
 function describeIssue(issue: v.BaseIssue<unknown>): string {
-  const path = v.getDotPath(issue) ?? '(root)';
-  const at = issue.message.lastIndexOf(' but received ');
-  return `${path}: ${at === -1 ? issue.message : issue.message.slice(0, at)}`;
+  const keys = (issue.path ?? []).map((item) => String(item.key));
+  // An unknown field's path ends in its name, a key of the document: named by
+  // where it is, not by itself.
+  if (issue.expected === 'never' && keys.length > 0) {
+    return `${keys.slice(0, -1).join('.') || '(root)'}: has a field it does not take`;
+  }
+  // The first: what was expected comes from the schema, and never holds it.
+  const at = issue.message.indexOf(' but received ');
+  return `${keys.join('.') || '(root)'}: ${at === -1 ? issue.message : issue.message.slice(0, at)}`;
 }
 
 /**

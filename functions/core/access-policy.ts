@@ -153,9 +153,14 @@ export class AccessPolicy {
       raw = JSON.parse(json);
     } catch (error) {
       // Where, not what: the parser's message may quote the document.
-      const at = /at position (\d+)/.exec(String((error as Error).message));
+      // The parser's own words end in " in JSON at position N"; text it quotes
+      // from the document comes before them.
+      const at = / in JSON at position (\d+)(?: \(line \d+ column \d+\))?$/.exec(
+        String((error as Error).message),
+      );
+      const offset = at ? Math.min(Number(at[1]), json.length) : undefined;
       throw new ConfigError(
-        `${source} is not valid JSON${at ? ` (${lineAndColumn(json, Number(at[1]))})` : ''}`,
+        `${source} is not valid JSON${offset === undefined ? '' : ` (${lineAndColumn(json, offset)})`}`,
       );
     }
     const checked = checkPolicyDocument(raw);

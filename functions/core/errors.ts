@@ -115,8 +115,8 @@ export class ConfigError extends Error {
 
 /**
  * An access policy document that fails its checks: every problem, each naming
- * its path and what was expected, never a value of the document (a secret
- * pasted by mistake would reach the log).
+ * its path and what was expected. No value of the document but scope and
+ * business application ids (a secret pasted by mistake would reach the log).
  */
 export class PolicyInvalidError extends ConfigError {
   readonly problems: readonly string[];

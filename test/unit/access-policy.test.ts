@@ -68,6 +68,62 @@ describe('AccessPolicy.parse', () => {
     ]);
   });
 
+  it.each([
+    [
+      'a value holding the words valibot ends with',
+      {
+        scopes: [],
+        grants: [
+          {
+            principal: 'arn:aws:iam::111122223333:root',
+            unscoped: 'a; grants.9.principal: forged but received sk_live_SECRET',
+          },
+        ],
+      },
+      ['grants.0.unscoped: Invalid type: Expected boolean'],
+    ],
+    [
+      'an unknown field, whose name is a key of the document',
+      { scopes: ['ba_1'], grants: [], 'sk_live_SECRET; forged: problem': 1 },
+      ['(root): has a field it does not take'],
+    ],
+    [
+      'an unknown field of a grant',
+      {
+        scopes: ['ba_1'],
+        grants: [{ principal: 'arn:aws:iam::111122223333:root', 'sk_live_SECRET\nx': 1 }],
+      },
+      ['grants.0: has a field it does not take'],
+    ],
+    [
+      'a repeated key-issuing id that is no id',
+      {
+        scopes: ['ba_1'],
+        grants: [],
+        keyIssuing: { businessApplicationIds: ['sk_live_SECRET; x', 'sk_live_SECRET; x'] },
+      },
+      [
+        'keyIssuing.businessApplicationIds.0: is not a valid scope name',
+        'keyIssuing.businessApplicationIds.1: is not a valid scope name',
+        'keyIssuing.businessApplicationIds.1: repeats businessApplicationIds.0',
+      ],
+    ],
+  ])('regression (review): %s is never quoted in a problem', (_label, doc, problems) => {
+    const error = thrown(() => policy(doc));
+
+    expect((error as PolicyInvalidError).problems).toEqual(problems);
+    expect((error as Error).message).not.toContain('SECRET');
+  });
+
+  it("regression (review): a position quoted from the document is not taken for the parser's", () => {
+    // V8 quotes text around an unexpected token; that text may itself read "at position".
+    const text = '[at position 12345]';
+
+    const error = thrown(() => AccessPolicy.parse(text, 'ACCESS_POLICY'));
+
+    expect((error as Error).message).toBe('ACCESS_POLICY is not valid JSON');
+  });
+
   it('regression: a problem names what was expected, never the value, so a value cannot forge problems', () => {
     const forged = 'tok; grants.99: forged problem; sk_live_SECRETVALUE';
     const doc = {

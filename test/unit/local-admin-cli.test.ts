@@ -10,7 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_EVENTS } from '../../functions/admin/admin-event.js';
+import { ConfigError } from '../../functions/core/errors.js';
 import { ADMIN_USAGE, runAdminCli } from '../../local/admin-cli.js';
+import { resolveLocalAdmin } from '../../local/admin-wiring.js';
 import { DEMO_IDENTITY } from '../../local/local-identities.js';
 import type { StackInfo } from '../../local/stack.js';
 
@@ -250,5 +252,64 @@ describe('the local stack', () => {
     expect(run.stderr).toContain('PROVIDER_KEY and PROVIDER_SECRET go together');
     expect(run.stderr).toContain('IN_USE_WINDOW_SECONDS must be an integer from 300 to 86400');
     expect(run.stderr).not.toContain('provider-secret-value');
+  });
+});
+
+describe('the policy the admin judges by while the policy file holds an invalid edit', () => {
+  const IN_FORCE = JSON.stringify({
+    scopes: ['ba_demo_1'],
+    grants: [{ principal: 'arn:aws:iam::000000000000:role/local-demo', scopes: ['*'] }],
+  });
+  /** A running stack's control endpoint that hands out IN_FORCE. */
+  const stackFetch = (async (input: string | URL | Request) =>
+    String(input).endsWith('/policy')
+      ? new Response(IN_FORCE, { status: 200 })
+      : new Response(null, { status: 404 })) as typeof fetch;
+
+  async function withPolicyFile(name: string, text: string, stackFile = true) {
+    const dir = await project({ key: KEY });
+    const file = join(dir, name);
+    await writeFile(file, text);
+    await writeFile(
+      join(dir, '.local/stack.json'),
+      JSON.stringify(
+        stackInfo(dir, {
+          ...(stackFile ? { accessPolicyFile: file } : { accessPolicy: IN_FORCE }),
+          control: { url: 'http://127.0.0.1:9', token: 't' },
+        }),
+      ),
+    );
+    return dir;
+  }
+
+  it("uses the stack's policy in force when its own file is broken, and says so", async () => {
+    const cwd = await withPolicyFile('policy.json', '{"scopes":');
+
+    const target = await resolveLocalAdmin({}, cwd, stackFetch);
+
+    expect(target.settings.policy.text).toBe(IN_FORCE);
+    expect(target.warning).toMatch(
+      /policy\.json is not valid JSON.*; using the policy the running stack keeps in force \(sha256:/,
+    );
+  });
+
+  it.each([
+    [
+      'a broken file the operator names, the stack serving an inline policy',
+      { ACCESS_POLICY_FILE: 'mine.json' },
+      false,
+    ],
+    [
+      'ACCESS_POLICY beside the file, a usage error',
+      { ACCESS_POLICY: IN_FORCE, ACCESS_POLICY_FILE: 'policy.json' },
+      true,
+    ],
+  ])('regression (review): never replaces %s', async (_label, env, stackFile) => {
+    const cwd = await withPolicyFile('policy.json', '{"scopes":', stackFile);
+    await writeFile(join(cwd, 'mine.json'), '{"scopes":');
+
+    const error = await resolveLocalAdmin(env, cwd, stackFetch).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(ConfigError);
   });
 });
