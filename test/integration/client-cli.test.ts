@@ -291,6 +291,20 @@ describe('tvm policy validate', () => {
     ]);
   });
 
+  it('regression: refuses a document larger than AppConfig hosts, however valid its content', async () => {
+    // Was "valid": AppConfig would then refuse to store it.
+    const file = join(emptyDir, 'large-policy.json');
+    const scopes = Array.from({ length: 100_000 }, (_, i) => `ba_${String(i).padStart(6, '0')}`);
+    await writeFile(file, JSON.stringify({ scopes, grants: [] }));
+
+    const run = await tvm(['policy', 'validate', file], { cwd: ROOT });
+
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(
+      /^ {2}- \(document\): \d+ bytes, over the 1048576 bytes AppConfig's hosted configuration store takes$/m,
+    );
+  });
+
   it('answers not_available outside the project directory, exit 1', async () => {
     const run = await tvm(['policy', 'validate', 'policy.json'], { cwd: emptyDir });
 
