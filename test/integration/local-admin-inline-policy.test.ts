@@ -6,20 +6,20 @@
  * stack file gave admin only the policy's scopes, so a run issued nothing and
  * reported success, and status showed another version with no principals.
  */
-import { execFile } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { documentDigest } from '../../functions/core/policy-source.js';
-import { type NpmStartGroup, projectOfItsOwn, startNpmStartGroup } from '../support/npm-start.js';
+import {
+  CHILD_ENV,
+  type NpmStartGroup,
+  npmRunAdmin,
+  projectOfItsOwn,
+  startNpmStartGroup,
+} from '../support/npm-start.js';
 
-const BASE_ENV = {
-  PATH: process.env.PATH ?? '',
-  HOME: process.env.HOME ?? tmpdir(),
-  AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-};
+const BASE_ENV = CHILD_ENV;
 const POLICY = JSON.stringify({
   scopes: ['ba_demo_1', 'ba_demo_2'],
   grants: [
@@ -36,19 +36,7 @@ let project: string;
 let stack: NpmStartGroup | undefined;
 
 /** `npm run --silent admin -- <event>` in the project directory, with no variables of its own. */
-function admin(event: object) {
-  return new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
-    execFile(
-      'npm',
-      ['run', '--silent', 'admin', '--', JSON.stringify(event)],
-      { cwd: project, env: BASE_ENV, timeout: 30_000 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-        done({ code, stdout, stderr });
-      },
-    );
-  });
-}
+const admin = (event: object) => npmRunAdmin(project, event, BASE_ENV);
 
 beforeAll(async () => {
   project = await projectOfItsOwn('tvf-admin-inline-policy-');

@@ -7,22 +7,22 @@
  * the file's digest, and it refreshes only the scopes the file lists, not the
  * demo policy's.
  */
-import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { TokenVendingClient } from '../../client/index.js';
 import { documentDigest } from '../../functions/core/policy-source.js';
 import { DEMO_IDENTITY } from '../../local/local-identities.js';
-import { type NpmStartGroup, projectOfItsOwn, startNpmStartGroup } from '../support/npm-start.js';
+import {
+  CHILD_ENV,
+  type NpmStartGroup,
+  npmRunAdmin,
+  projectOfItsOwn,
+  startNpmStartGroup,
+} from '../support/npm-start.js';
 
-const BASE_ENV = {
-  PATH: process.env.PATH ?? '',
-  HOME: process.env.HOME ?? tmpdir(),
-  AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-};
+const BASE_ENV = CHILD_ENV;
 /** The demo identity's role, granted everything the file lists. */
 const DEMO_ROLE = 'arn:aws:iam::000000000000:role/local-demo';
 const policy = (scopes: string[]) =>
@@ -33,19 +33,7 @@ let stack: NpmStartGroup | undefined;
 let stackEnv: Record<string, string>;
 
 /** `npm run --silent admin -- <event>` in the project directory. */
-function admin(event: object, env: Record<string, string>) {
-  return new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
-    execFile(
-      'npm',
-      ['run', '--silent', 'admin', '--', JSON.stringify(event)],
-      { cwd: project, env, timeout: 30_000 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-        done({ code, stdout, stderr });
-      },
-    );
-  });
-}
+const admin = (event: object, env: Record<string, string>) => npmRunAdmin(project, event, env);
 const statusOf = async (env: Record<string, string>) => {
   const run = await admin({ action: 'status' }, env);
   expect(run).toMatchObject({ code: 0, stderr: '' });

@@ -3,7 +3,7 @@
  * same entry point under a shell that stays its parent (no exec), so a test
  * can end that parent the way `kill -9 <npm pid>` ends npm.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -130,4 +130,40 @@ export async function startNpmStartGroup(
     child.once('exit', () => fail(new Error(`npm start exited:\n${output}`)));
   });
   return { child, output: () => output, kill };
+}
+
+/**
+ * What every child of these tests gets: no AWS_* or stack variables of the
+ * test process, as an operator's fresh shell has none.
+ */
+export const CHILD_ENV = {
+  PATH: process.env.PATH ?? '',
+  HOME: process.env.HOME ?? tmpdir(),
+  AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+};
+
+/** What a command line run answered. */
+export interface CommandRun {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** `npm run --silent admin -- <event>` in `project`, as an operator runs it, with `env` only. */
+export function npmRunAdmin(
+  project: string,
+  event: object,
+  env: Record<string, string>,
+): Promise<CommandRun> {
+  return new Promise((done) => {
+    execFile(
+      'npm',
+      ['run', '--silent', 'admin', '--', JSON.stringify(event)],
+      { cwd: project, env, timeout: 30_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+        done({ code, stdout, stderr });
+      },
+    );
+  });
 }
