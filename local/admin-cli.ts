@@ -141,6 +141,10 @@ function causesOf(error: unknown): unknown[] {
   return chain;
 }
 
+/** The token store failed (DynamoDB), as opposed to KMS, which shares its error class. */
+const tokenStoreFailed = (error: unknown): error is StoreUnavailableError =>
+  error instanceof StoreUnavailableError && !(error instanceof SealerUnavailableError);
+
 /**
  * The local hint when the admin could not use DynamoDB (the token store or the
  * key-job store), else undefined: a table missing at that endpoint (a
@@ -150,8 +154,7 @@ function dynamoDbHint(error: unknown): string | undefined {
   const chain = causesOf(error);
   const storeFailed = chain.some(
     (e) =>
-      (e instanceof StoreUnavailableError && !(e instanceof SealerUnavailableError)) ||
-      (e instanceof KeyIssuingError && e.code === 'job_store_unavailable'),
+      tokenStoreFailed(e) || (e instanceof KeyIssuingError && e.code === 'job_store_unavailable'),
   );
   if (!storeFailed) return undefined;
   return chain.some((e) => describe(e).name === 'ResourceNotFoundException')
@@ -163,7 +166,7 @@ function report(error: unknown, io: AdminIo): number {
   let line: string;
   // The admin core names a failed store in its own error (store_unavailable).
   const cause = error instanceof AdminError ? error.cause : error;
-  if (cause instanceof StoreUnavailableError && !(cause instanceof SealerUnavailableError)) {
+  if (tokenStoreFailed(cause)) {
     line = withCode('store_unavailable', cause.message);
   } else if (error instanceof KeyIssuingFailedError) {
     // Scripts see which ids were issued, skipped and failed (never key material).

@@ -289,13 +289,11 @@ export async function stackAnswers(
   fetchImpl: typeof fetch = globalThis.fetch,
 ): Promise<boolean> {
   try {
-    const signer = new VendRequestSigner(new URL(target.functionUrl), target.region, {
-      accessKeyId: target.identity.accessKeyId,
-      secretAccessKey: target.identity.secretAccessKey,
-      ...(target.identity.sessionToken === undefined
-        ? {}
-        : { sessionToken: target.identity.sessionToken }),
-    });
+    const signer = new VendRequestSigner(
+      new URL(target.functionUrl),
+      target.region,
+      target.identity,
+    );
     const request = await signer.sign('healthz', {});
     const response = await fetchImpl(request.url, {
       headers: request.headers,
