@@ -20,6 +20,14 @@ const PERIOD = Duration.minutes(5);
  */
 export const POLICY_WATCH_PERIOD = Duration.minutes(1);
 
+/** How an alarm fires: in `datapoints` of its last `periods` periods. */
+interface Evaluation {
+  readonly periods: number;
+  readonly datapoints: number;
+}
+const ONE_PERIOD: Evaluation = { periods: 1, datapoints: 1 };
+const TWO_OF_THREE: Evaluation = { periods: 3, datapoints: 2 };
+
 /** The repository file holding one runbook entry per alarm, headed by the alarm's short name. */
 export const RUNBOOK_FILE = 'docs/operations.md';
 
@@ -113,16 +121,18 @@ export class Observability extends Construct {
     }).metric({ statistic: 'Sum', period: PERIOD });
 
     const functions = [props.vend, props.refresh, props.issueKeys, props.admin];
-    const add = (
+    /** An alarm at `threshold` or more in `datapoints` of the last `periods` periods. */
+    const alarmOn = (
+      id: string,
       name: string,
       description: string,
       source: cloudwatch.IMetric,
       threshold: number,
-      evaluation: { periods: number; datapoints: number } = { periods: 1, datapoints: 1 },
-    ): cloudwatch.Alarm => {
-      const alarm = new cloudwatch.Alarm(this, name, {
+      evaluation: Evaluation,
+    ): cloudwatch.Alarm =>
+      new cloudwatch.Alarm(this, id, {
         alarmName: `${prefix}-${name}`,
-        alarmDescription: `${description} ${runbookPointer(name)}`,
+        alarmDescription: description,
         metric: source,
         threshold,
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -131,6 +141,22 @@ export class Observability extends Construct {
         // No data means no traffic or no run: not a failure.
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
+    /** A paging alarm: its runbook entry, and the topic told when it fires and clears. */
+    const add = (
+      name: string,
+      description: string,
+      source: cloudwatch.IMetric,
+      threshold: number,
+      evaluation: Evaluation = ONE_PERIOD,
+    ): cloudwatch.Alarm => {
+      const alarm = alarmOn(
+        name,
+        name,
+        `${description} ${runbookPointer(name)}`,
+        source,
+        threshold,
+        evaluation,
+      );
       alarm.addAlarmAction(new SnsAction(this.topic));
       alarm.addOkAction(new SnsAction(this.topic));
       this.alarms.push(alarm);
@@ -152,7 +178,7 @@ export class Observability extends Construct {
         label: 'Upstream errors',
       }),
       5,
-      { periods: 3, datapoints: 2 },
+      TWO_OF_THREE,
     );
     add(
       'credentials-rejected',
@@ -168,20 +194,22 @@ export class Observability extends Construct {
       }),
       1,
     );
+    const vendInternalErrors = metric('Vends', 'vend-token', { outcome: 'error:internal_error' });
     add(
       'vend-internal-errors',
       'The vend function answered 500 internal_error (details in its log).',
-      metric('Vends', 'vend-token', { outcome: 'error:internal_error' }),
+      vendInternalErrors,
       1,
     );
+    // Lambda's Function URL metric (AWS/Lambda, FunctionName): the function
+    // answers 5xx as a successful invocation, so its Errors metric misses them.
+    const vendUrl5xx = urlMetric(props.vend, 'Url5xxCount');
     add(
       'vend-url-5xx',
       'Callers got 5xx answers from the vend URL (such as 503 upstream_unavailable in a provider outage) in 2 of the last 3 five-minute periods, 5 or more each.',
-      // Lambda's Function URL metric (AWS/Lambda, FunctionName): the function
-      // answers 5xx as a successful invocation, so its Errors metric misses them.
-      urlMetric(props.vend, 'Url5xxCount'),
+      vendUrl5xx,
       5,
-      { periods: 3, datapoints: 2 },
+      TWO_OF_THREE,
     );
     add(
       'degraded',
@@ -196,7 +224,7 @@ export class Observability extends Construct {
         label: 'Degraded',
       }),
       5,
-      { periods: 3, datapoints: 2 },
+      TWO_OF_THREE,
     );
     add(
       'unseal-failures',
@@ -253,10 +281,11 @@ export class Observability extends Construct {
         period: PERIOD,
         label,
       });
+    const policiesRejected = policySum('PolicyRejected', 'rejected', 'Policy versions rejected');
     add(
       'policy-rejected',
       'A function refused an access policy version as invalid and kept the last good one (a version the validator let through, or a document edited in place).',
-      policySum('PolicyRejected', 'rejected', 'Policy versions rejected'),
+      policiesRejected,
       1,
     );
     add(
@@ -264,7 +293,7 @@ export class Observability extends Construct {
       'Functions could not fetch the access policy from AppConfig 5 or more times in 2 of the last 3 five-minute periods: they keep the last good policy, so revocations wait.',
       policySum('PolicyFetchFailures', 'fetch', 'Policy fetch failures'),
       5,
-      { periods: 3, datapoints: 2 },
+      TWO_OF_THREE,
     );
     add(
       'key-issuing-failures',
@@ -282,49 +311,49 @@ export class Observability extends Construct {
       1,
     );
 
-    const watches: Array<
-      [string, string, cloudwatch.Metric | cloudwatch.MathExpression, number, number, number]
-    > = [
-      [
-        'rejected',
-        'A function refused the access policy version being deployed.',
-        policySum('PolicyRejected', 'rejected', 'Policy versions rejected'),
-        1,
-        1,
-        1,
-      ],
-      [
-        'vend-url-5xx',
-        'Callers got 5 or more 5xx answers from the vend URL in 2 of the last 3 minutes.',
-        urlMetric(props.vend, 'Url5xxCount'),
-        5,
-        3,
-        2,
-      ],
-      [
-        'vend-internal-errors',
-        'The vend function answered 500 internal_error.',
-        metric('Vends', 'vend-token', { outcome: 'error:internal_error' }),
-        1,
-        1,
-        1,
-      ],
+    // The same signals on one-minute periods, paging no one: AppConfig's rollback is their action.
+    const watches: Array<{
+      readonly name: string;
+      readonly description: string;
+      readonly source: cloudwatch.Metric | cloudwatch.MathExpression;
+      readonly threshold: number;
+      readonly evaluation: Evaluation;
+    }> = [
+      {
+        name: 'rejected',
+        description: 'A function refused the access policy version being deployed.',
+        source: policiesRejected,
+        threshold: 1,
+        evaluation: ONE_PERIOD,
+      },
+      {
+        name: 'vend-url-5xx',
+        description:
+          'Callers got 5 or more 5xx answers from the vend URL in 2 of the last 3 minutes.',
+        source: vendUrl5xx,
+        threshold: 5,
+        evaluation: TWO_OF_THREE,
+      },
+      {
+        name: 'vend-internal-errors',
+        description: 'The vend function answered 500 internal_error.',
+        source: vendInternalErrors,
+        threshold: 1,
+        evaluation: ONE_PERIOD,
+      },
     ];
-    this.policyRollbackAlarms = watches.map(
-      ([name, description, source, threshold, periods, datapoints]) =>
-        new cloudwatch.Alarm(this, `PolicyWatch-${name}`, {
-          alarmName: `${prefix}-policy-watch-${name}`,
-          alarmDescription: `${description} AppConfig rolls an access policy deployment back when this fires during it.`,
-          metric: source.with({ period: POLICY_WATCH_PERIOD }),
-          threshold,
-          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-          evaluationPeriods: periods,
-          datapointsToAlarm: datapoints,
-          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-        }),
+    this.policyRollbackAlarms = watches.map((watch) =>
+      alarmOn(
+        `PolicyWatch-${watch.name}`,
+        `policy-watch-${watch.name}`,
+        `${watch.description} AppConfig rolls an access policy deployment back when this fires during it.`,
+        watch.source.with({ period: POLICY_WATCH_PERIOD }),
+        watch.threshold,
+        watch.evaluation,
+      ),
     );
     this.policyRollbackWatch = Duration.minutes(
-      POLICY_WATCH_PERIOD.toMinutes() * Math.max(...watches.map(([, , , , periods]) => periods)),
+      POLICY_WATCH_PERIOD.toMinutes() * Math.max(...watches.map((w) => w.evaluation.periods)),
     );
 
     this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
