@@ -4,11 +4,11 @@ import { Construct } from 'constructs';
 import { acknowledgeWildcardAction, acknowledgeWildcardResource } from '../nag.js';
 
 /**
- * Changes to the vend function, its versions, aliases, URL, resource policy,
+ * Changes to a function, its versions, aliases, URL, resource policy,
  * concurrency and tags: everything that could alter what it runs or who may
  * call it. Wildcards keep actions Lambda adds later under these verbs denied.
  */
-export const VEND_CHANGE_ACTIONS = [
+export const FUNCTION_CHANGE_ACTIONS = [
   'lambda:AddPermission',
   'lambda:Create*',
   'lambda:Delete*',
@@ -125,15 +125,8 @@ export class Guardrails extends Construct {
   constructor(scope: Construct, id: string, props: GuardrailsProps) {
     super(scope, id);
     const stack = Stack.of(this);
-    const vendArn = stack.formatArn({
-      service: 'lambda',
-      resource: 'function',
-      resourceName: props.vendFunctionName,
-      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-    });
-    // The function, and its versions and aliases (`<name>:<qualifier>`).
-    const vendResources = [vendArn, `${vendArn}:*`];
-    const functionResources = props.functions.flatMap(({ name }) => {
+    // A function, and its versions and aliases (`<name>:<qualifier>`).
+    const resourcesOf = (name: string): string[] => {
       const arn = stack.formatArn({
         service: 'lambda',
         resource: 'function',
@@ -141,7 +134,9 @@ export class Guardrails extends Construct {
         arnFormat: ArnFormat.COLON_RESOURCE_NAME,
       });
       return [arn, `${arn}:*`];
-    });
+    };
+    const vendResources = resourcesOf(props.vendFunctionName);
+    const functionResources = props.functions.flatMap(({ name }) => resourcesOf(name));
     const outsideDeployment = {
       ArnNotLike: { 'aws:PrincipalArn': [...props.deploymentPrincipalArns] },
     };
@@ -156,7 +151,7 @@ export class Guardrails extends Construct {
       new iam.PolicyStatement({
         sid: 'DenyFunctionChangesOutsideDeployment',
         effect: iam.Effect.DENY,
-        actions: [...VEND_CHANGE_ACTIONS],
+        actions: [...FUNCTION_CHANGE_ACTIONS],
         resources: functionResources,
         conditions: outsideDeployment,
       }),

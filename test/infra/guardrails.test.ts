@@ -7,9 +7,9 @@
 import type { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
+  FUNCTION_CHANGE_ACTIONS,
   ROLE_CHANGE_ACTIONS,
   SECRET_POLICY_ACTIONS,
-  VEND_CHANGE_ACTIONS,
 } from '../../infra/constructs/guardrails.js';
 import {
   ACCOUNT,
@@ -63,7 +63,7 @@ function doorStatements(
     {
       Sid: 'DenyFunctionChangesOutsideDeployment',
       Effect: 'Deny',
-      Action: [...VEND_CHANGE_ACTIONS],
+      Action: [...FUNCTION_CHANGE_ACTIONS],
       Resource: ALL_FUNCTIONS.flatMap((name) => [functionArn(name), `${functionArn(name)}:*`]),
       Condition: outsideDeployment,
     },
