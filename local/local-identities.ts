@@ -113,9 +113,8 @@ export function readLocalIdentities(reader: EnvReader, env: Env): LocalIdentity[
   return result.output;
 }
 
-const NAME = IAM_NAME;
 const ASSUMED_ROLE = new RegExp(
-  `^arn:(${PARTITION}):sts::(${ACCOUNT}):assumed-role/(${NAME})/${NAME}$`,
+  `^arn:(${PARTITION}):sts::(${ACCOUNT}):assumed-role/(${IAM_NAME})/${IAM_NAME}$`,
 );
 
 /**

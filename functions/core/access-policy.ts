@@ -54,9 +54,10 @@ function parseArn(arn: string): ParsedArn | undefined {
     // paths, so exactly a name and a session, each of IAM's name characters.
     if (service !== 'sts') return undefined;
     const parts = rest.split('/');
-    const [name, session] = parts;
-    if (parts.length !== 2 || !name || !session) return undefined;
-    if (!IAM_NAME_ONLY.test(name) || !IAM_NAME_ONLY.test(session)) return undefined;
+    const [name] = parts;
+    if (parts.length !== 2 || !name || !parts.every((part) => IAM_NAME_ONLY.test(part))) {
+      return undefined;
+    }
     return { partition, account, kind, name };
   }
   if (kind === 'federated-user') {
