@@ -1,4 +1,3 @@
-import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
@@ -6,6 +5,7 @@ import type { Context } from 'aws-lambda';
 import { boundedCalls } from '../adapters/aws-client-options.js';
 import { DynamoDbKeyJobIndex } from '../adapters/dynamodb-key-job-index.js';
 import { DynamoDbTokenStore } from '../adapters/dynamodb-token-store.js';
+import { createFunctionLogger } from '../adapters/function-logger.js';
 import { LambdaInvoker } from '../adapters/lambda-invoker.js';
 import { policyProviderFor } from '../adapters/policy-provider.js';
 import { systemClock } from '../core/clock.js';
@@ -25,7 +25,7 @@ const issueKeysFunction = env.required('ISSUE_KEYS_FUNCTION_NAME');
 const inUseWindowSeconds = env.integer('IN_USE_WINDOW_SECONDS', 3600, 300, 86_400);
 env.done();
 
-const logger = new Logger({ serviceName: 'token-vending' });
+const logger = createFunctionLogger();
 const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'admin' });
 const count = (metric: string) => metrics.addMetric(metric, MetricUnit.Count, 1);
 // A DynamoDB that stops answering fails the action as store_unavailable in

@@ -1,4 +1,3 @@
-import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { KMSClient } from '@aws-sdk/client-kms';
@@ -11,6 +10,7 @@ import {
 } from '../../client/index.js';
 import { boundedCalls } from '../adapters/aws-client-options.js';
 import { DynamoDbKeyJobStore } from '../adapters/dynamodb-key-job-store.js';
+import { createFunctionLogger } from '../adapters/function-logger.js';
 import { KmsEnvelopeSealer } from '../adapters/kms-envelope-sealer.js';
 import { policyProviderFor } from '../adapters/policy-provider.js';
 import {
@@ -40,7 +40,7 @@ const prefixProblem = secretsPrefix === '' ? undefined : secretsPrefixProblem(se
 if (prefixProblem) env.problem(`SECRETS_PREFIX: ${prefixProblem}`);
 env.done();
 
-const logger = new Logger({ serviceName: 'token-vending' });
+const logger = createFunctionLogger();
 const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'issue-keys' });
 const count = (metric: string) => metrics.addMetric(metric, MetricUnit.Count, 1);
 const policy = policyProviderFor(policySettings as PolicySettings, { logger, count });

@@ -1,4 +1,4 @@
-import { Logger } from '@aws-lambda-powertools/logger';
+import type { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { KMSClient } from '@aws-sdk/client-kms';
@@ -6,6 +6,7 @@ import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { boundedCalls } from '../adapters/aws-client-options.js';
 import { SecretsManagerCredentials } from '../adapters/credentials.js';
 import { DynamoDbTokenStore } from '../adapters/dynamodb-token-store.js';
+import { createFunctionLogger } from '../adapters/function-logger.js';
 import { metricsRecorder } from '../adapters/metrics.js';
 import { policyProviderFor } from '../adapters/policy-provider.js';
 import { KmsSealer } from '../adapters/sealers.js';
@@ -42,7 +43,7 @@ export function createAwsRuntime<T = undefined>(
   const more = extra?.(reader) as T;
   const settings = readVendSettings(reader);
 
-  const logger = new Logger({ serviceName: 'token-vending' });
+  const logger = createFunctionLogger();
   const metrics = new Metrics({ namespace: 'TokenVending', serviceName });
   const recorder = metricsRecorder(metrics);
   // Short timeouts: a hung AWS call must not hold a vend; DynamoDB failures fall

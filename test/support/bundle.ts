@@ -1,4 +1,5 @@
-import { resolve } from 'node:path';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { build, type Metafile } from 'esbuild';
 import { LAMBDA_BUNDLE_ALIASES, LAMBDA_ESBUILD_TARGET } from '../../infra/lambda-bundling.js';
 
@@ -12,13 +13,16 @@ const ROOT = resolve(import.meta.dirname, '../..');
  * `forLambda` adds the imports the construct replaces (infra/lambda-bundling.ts);
  * without it the bundle is what any Node service would get. `alias` replaces
  * further imports (paths from the repo root), for what-if bundles in the bench.
+ * `outfile` also writes the bundle there, with its source map beside it as the
+ * construct ships it (linked, without the sources).
  */
 export async function bundle(
   entry: { path: string } | { contents: string },
   {
     forLambda = false,
     alias = {},
-  }: { forLambda?: boolean; alias?: Readonly<Record<string, string>> } = {},
+    outfile,
+  }: { forLambda?: boolean; alias?: Readonly<Record<string, string>>; outfile?: string } = {},
 ): Promise<{
   bytes: number;
   inputs: string[];
@@ -39,15 +43,20 @@ export async function bundle(
     minify: true,
     mainFields: ['module', 'main'],
     metafile: true,
+    ...(outfile ? { outfile, sourcemap: 'linked' as const, sourcesContent: false } : {}),
     write: false,
     logLevel: 'silent',
   });
-  const bytes = result.outputFiles.reduce((sum, file) => sum + file.contents.length, 0);
-  const code = result.outputFiles[0]?.contents ?? new Uint8Array();
+  for (const file of outfile ? result.outputFiles : []) {
+    await mkdir(dirname(file.path), { recursive: true });
+    await writeFile(file.path, file.contents);
+  }
+  const code = result.outputFiles.find((file) => !file.path.endsWith('.map'))?.contents;
+  const bytes = code?.length ?? 0;
   return {
     bytes,
     inputs: Object.keys(result.metafile.inputs),
-    code,
+    code: code ?? new Uint8Array(),
     metafile: result.metafile,
     target: LAMBDA_ESBUILD_TARGET,
   };
