@@ -9,7 +9,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CliError } from './cli-error.js';
+import { CliError, unexpected } from './cli-error.js';
 import { TokenVendingError } from './errors.js';
 import type { TokenVendingClient } from './token-vending-client.js';
 import { MAX_MIN_TTL, minTtlValue, type ProblemCode, SCOPE_PATTERN } from './vend-api.js';
@@ -240,7 +240,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       return await serveToken(url.searchParams);
     } catch (error) {
       if (error instanceof TokenVendingError) return problemFor(error);
-      const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      const reason = unexpected(error);
       return { ...problem('internal_error', 'Internal error'), error: reason };
     }
   }
@@ -253,7 +253,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     try {
       result = await answer(request, url);
     } catch (error) {
-      const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      const reason = unexpected(error);
       result = { ...problem('internal_error', 'Internal error'), error: reason };
     }
     const body = JSON.stringify(result.body);

@@ -23,3 +23,12 @@ export class UsageError extends CliError {
     this.command = command;
   }
 }
+
+/** An unexpected error as tvm names it: its name and code, never its message. */
+export function unexpected(error: unknown): string {
+  if (!(error instanceof Error)) return typeof error;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && /^[A-Za-z0-9_]{1,64}$/.test(code)
+    ? `${error.name} (${code})`
+    : error.name;
+}

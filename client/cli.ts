@@ -18,7 +18,7 @@ import {
 } from './admin.js';
 import { agentCommand } from './cli-agent.js';
 import { noPositionals, parse, parseMinTtl, shown } from './cli-args.js';
-import { CliError, UsageError } from './cli-error.js';
+import { CliError, UsageError, unexpected } from './cli-error.js';
 import { grantsCommand } from './cli-grants.js';
 import type { CliIo } from './cli-io.js';
 import { statusCommand } from './cli-status.js';
@@ -238,8 +238,9 @@ function report(error: unknown, io: CliIo, command: string): number {
     io.stderr.write(`tvm: ${error.message}\n`);
     return 1;
   }
-  const message = error instanceof Error ? error.message : String(error);
-  io.stderr.write(`tvm: internal_error: ${message}\n`);
+  // Not its message: an error tvm did not make may quote what it was given
+  // (Node's argument errors print the value: a token, an environment).
+  io.stderr.write(`tvm: internal_error: ${unexpected(error)}\n`);
   return 1;
 }
 

@@ -1,7 +1,7 @@
 import { TokenVendingError, type TokenVendingErrorCode } from './errors.js';
 import { parseRetryAfter } from './retry-after.js';
 import type { Token } from './types.js';
-import { PROBLEM_CODES } from './vend-api.js';
+import { ACCESS_TOKEN_PATTERN, MAX_ACCESS_TOKEN_LENGTH, PROBLEM_CODES } from './vend-api.js';
 
 /** One answer of the vend URL, as received. */
 export interface VendAnswer {
@@ -113,6 +113,13 @@ export function parseVendAnswer(
   } = json;
   if (typeof accessToken !== 'string' || accessToken === '') {
     throw invalid('access_token is missing', answer);
+  }
+  // Anything else cannot go into an Authorization header or an environment
+  // variable: the errors that refuse it there quote the value (Node's
+  // "must be a string without null bytes. Received '...'", undici's
+  // "... is an invalid header value"), and such errors reach logs and stderr.
+  if (accessToken.length > MAX_ACCESS_TOKEN_LENGTH || !ACCESS_TOKEN_PATTERN.test(accessToken)) {
+    throw invalid('access_token is not a bearer token', answer);
   }
   if (typeof tokenType !== 'string' || tokenType.toLowerCase() !== 'bearer') {
     throw invalid('token_type is not Bearer', answer);

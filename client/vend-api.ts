@@ -23,6 +23,17 @@ export type ProblemCode = (typeof PROBLEM_CODES)[number];
 /** The syntax of a scope (a business application id). */
 export const SCOPE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
+/**
+ * The syntax of an `access_token` the vend API serves: RFC 6750's `b64token`,
+ * all a bearer token may contain, so it is safe in an Authorization header,
+ * an environment variable or a log's neighbourhood. The vend function refuses
+ * any other from the provider (functions/core/provider-client.ts).
+ */
+export const ACCESS_TOKEN_PATTERN = /^[A-Za-z0-9\-._~+/]+=*$/;
+
+/** The longest `access_token` the vend API serves, in characters. */
+export const MAX_ACCESS_TOKEN_LENGTH = 8192;
+
 /** The largest `min_ttl` the vend API accepts, in seconds. */
 export const MAX_MIN_TTL = 3600;
 

@@ -84,7 +84,7 @@ export const MAX_EXPIRES_IN_SECONDS = 604_800;
 export const MAX_ACCESS_TOKEN_LENGTH = 8192;
 
 /** RFC 6750 `b64token`: all a bearer token may contain, so it is safe in an Authorization header. */
-const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+export const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
 const TokenResponseSchema = v.object({
   access_token: v.pipe(

@@ -326,6 +326,50 @@ describe('tvm token', () => {
     expect(run.stdout + run.stderr).not.toContain(TOKEN);
   });
 
+  it.each([
+    ['a NUL byte', `${TOKEN}\u0000rest`],
+    ['a line break', `${TOKEN}\r\nX-Injected: 1`],
+    ['a space', `${TOKEN} rest`],
+  ])(
+    'regression: tvm token and tvm exec refuse a token with %s, never printing it',
+    async (_, token) => {
+      for (const argv of [
+        ['token', '--scope', 'ba_1'],
+        ['exec', '--scope', 'ba_1', '--', process.execPath, '-e', ''],
+      ]) {
+        const run = await tvm(argv, {
+          cwd: stackDir,
+          answer: () => Response.json({ ...tokenBody('ba_1'), access_token: token }),
+        });
+
+        expect(run.code).toBe(1);
+        expect(run.stderr).toBe(
+          'tvm: invalid_response: Invalid token answer: access_token is not a bearer token\n',
+        );
+        expect(run.stdout + run.stderr).not.toContain(TOKEN);
+      }
+    },
+  );
+
+  it('regression: names an unexpected error, never quoting its message (it may hold what it was given)', async () => {
+    let stderr = '';
+    const code = await main(['token', '--scope', 'ba_1'], {
+      env: {},
+      cwd: stackDir,
+      stdout: {
+        write: (text: string) => {
+          throw Object.assign(new TypeError(`cannot write ${text}`), { code: 'ERR_SOMETHING' });
+        },
+      },
+      stderr: { write: (text: string) => (stderr += text) },
+      fetch: async () => Response.json(tokenBody('ba_1')),
+      clock,
+    });
+
+    expect(code).toBe(1);
+    expect(stderr).toBe('tvm: internal_error: TypeError (ERR_SOMETHING)\n');
+  });
+
   it('exits 1 when AWS_ACCESS_KEY_ID comes without its secret', async () => {
     const run = await tvm(['token'], { cwd: stackDir, env: { AWS_ACCESS_KEY_ID: 'AKIAX' } });
 

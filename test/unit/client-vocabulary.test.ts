@@ -12,6 +12,8 @@ import { PROJECT_PACKAGE_NAME } from '../../client/project-script.js';
 import { parseRetryAfter } from '../../client/retry-after.js';
 import type { LocalStackFile } from '../../client/stack-file.js';
 import {
+  ACCESS_TOKEN_PATTERN as CLIENT_ACCESS_TOKEN_PATTERN,
+  MAX_ACCESS_TOKEN_LENGTH as CLIENT_MAX_ACCESS_TOKEN_LENGTH,
   MAX_MIN_TTL as CLIENT_MAX_MIN_TTL,
   SCOPE_PATTERN as CLIENT_SCOPE_PATTERN,
   type ProblemCode as ClientProblemCode,
@@ -22,6 +24,7 @@ import { SCOPE_PATTERN } from '../../functions/core/access-policy.js';
 import type { ProblemCode } from '../../functions/core/errors.js';
 import * as vendErrors from '../../functions/core/errors.js';
 import { problemResponse } from '../../functions/core/problem.js';
+import { B64TOKEN, MAX_ACCESS_TOKEN_LENGTH } from '../../functions/core/provider-client.js';
 import { retryAfterSecondsOf } from '../../functions/core/retry-after.js';
 import { MAX_MIN_TTL, parseVendRequest } from '../../functions/core/vend-request.js';
 import type { StackInfo } from '../../local/stack.js';
@@ -149,5 +152,12 @@ describe('the stack file', () => {
     // test/integration/local-stack.test.ts reads a written file back.
     expectTypeOf<StackInfo>().toExtend<LocalStackFile>();
     expectTypeOf<StackInfo['identity']>().toEqualTypeOf<LocalStackFile['identity']>();
+  });
+});
+
+describe('access tokens', () => {
+  it('are refused by the client exactly where the vend function refuses them from the provider', () => {
+    expect(CLIENT_ACCESS_TOKEN_PATTERN.source).toBe(B64TOKEN.source);
+    expect(CLIENT_MAX_ACCESS_TOKEN_LENGTH).toBe(MAX_ACCESS_TOKEN_LENGTH);
   });
 });
