@@ -9,7 +9,7 @@ import type { ProblemCode } from './vend-api.js';
  * - `invalid_response`: a 200 whose body is not a valid token answer;
  * - `timeout`: no complete answer within `timeoutMs` (status 0);
  * - `network_error`: the URL could not be reached (status 0);
- * - `credentials_unavailable`: no AWS credentials to sign with (status 0);
+ * - `credentials_unavailable`: no AWS credentials to sign with, or none a header can carry (status 0);
  * - `invalid_config`: bad client options (status 0).
  */
 export type TokenVendingErrorCode =

@@ -17,6 +17,12 @@ const rfc3986 = (value: string): string =>
     (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
   );
 
+/**
+ * A header value fetch sends as it is: visible ASCII, spaces and tabs inside
+ * only. AWS access key ids, session tokens and SigV4's own headers are ASCII.
+ */
+const HEADER_VALUE = /^[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?$/;
+
 /** Signs requests for a Function URL with AWS Signature Version 4, service `lambda`. */
 export class VendRequestSigner {
   readonly #signer: SignatureV4;
@@ -60,7 +66,19 @@ export class VendRequestSigner {
     }
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(signed.headers)) {
-      if (name.toLowerCase() !== 'host') headers[name] = value;
+      if (name.toLowerCase() === 'host') continue;
+      if (!HEADER_VALUE.test(value)) {
+        // fetch would refuse it with an error quoting the whole value (undici's
+        // 'Headers.append: "AWS4-HMAC-SHA256 Credential=..." is an invalid
+        // header value'): the Authorization header, or the session token.
+        // Neither the value nor that error goes into this one.
+        throw new TokenVendingError(
+          'credentials_unavailable',
+          `The AWS credentials cannot be sent: the ${name} header they make holds a character HTTP does not allow (a line break left in an environment variable?)`,
+          { status: 0 },
+        );
+      }
+      headers[name] = value;
     }
     return { url: `${base.origin}${fullPath}${wire ? `?${wire}` : ''}`, headers };
   }

@@ -198,6 +198,35 @@ describe('signing', () => {
     expect(error.cause).toBe(failure);
     expect(sent).toHaveLength(0);
   });
+
+  it.each([
+    ['a session token ending in a line break', { sessionToken: 'sessionTokenNeverInErrors0123\n' }],
+    ['an access key id holding a carriage return', { accessKeyId: 'AKIAUNITTEST0000\r0001' }],
+  ])(
+    'regression: credentials with %s are refused before any header is built from them, quoting neither them nor the Authorization header',
+    async (_, broken) => {
+      const credentials = { ...IDENTITY, ...broken };
+      // The real fetch: undici's "Headers.append: \"...\" is an invalid header value" quotes the header.
+      const error = await caught(
+        new TokenVendingClient({
+          url: 'http://127.0.0.1:9',
+          region: 'eu-west-1',
+          credentials,
+          clock: fakeClock(),
+        }).getToken(),
+      );
+
+      expect(error).toMatchObject({ code: 'credentials_unavailable', status: 0 });
+      const said: string[] = [];
+      for (let e: unknown = error; e !== undefined; e = e instanceof Error ? e.cause : undefined) {
+        said.push(String((e as Error).message), String((e as Error).stack), JSON.stringify(e));
+      }
+      const text = said.join('\n');
+      expect(text).not.toContain('AWS4-HMAC-SHA256');
+      expect(text).not.toContain('sessionTokenNeverInErrors');
+      expect(text).not.toContain('AKIAUNITTEST0000');
+    },
+  );
 });
 
 describe('configuration', () => {
