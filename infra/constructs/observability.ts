@@ -34,14 +34,19 @@ export const RUNBOOK_FILE = 'docs/operations.md';
 /** The end of an alarm's description: where the person it pages finds what to do. */
 const runbookPointer = (alarm: string): string => `Runbook: ${RUNBOOK_FILE}, alarm ${alarm}.`;
 
+/** The Powertools service name of each function (`new Metrics({ serviceName })`). */
+export type MetricService = 'vend-token' | 'refresh' | 'issue-keys' | 'admin';
+
 /**
- * A Powertools metric. Powertools adds the `service` dimension to every metric
- * (the function's service name); `Vends` also carries `outcome`.
+ * A Powertools metric, as every alarm and graph of the stack names one.
+ * Powertools adds the `service` dimension to every metric (the function's
+ * service name); `Vends` also carries `outcome`. Five-minute periods unless
+ * `period` says otherwise (the release and policy watches judge minutes).
  */
-function metric(
+export function powertoolsMetric(
   name: string,
-  service: 'vend-token' | 'refresh' | 'issue-keys' | 'admin',
-  options: { outcome?: string; statistic?: string; label?: string } = {},
+  service: MetricService,
+  options: { outcome?: string; statistic?: string; label?: string; period?: Duration } = {},
 ): cloudwatch.Metric {
   return new cloudwatch.Metric({
     namespace: NAMESPACE,
@@ -51,10 +56,18 @@ function metric(
       ...(options.outcome === undefined ? {} : { outcome: options.outcome }),
     },
     statistic: options.statistic ?? 'Sum',
-    period: PERIOD,
+    period: options.period ?? PERIOD,
     ...(options.label === undefined ? {} : { label: options.label }),
   });
 }
+const metric = powertoolsMetric;
+
+/** Vend's 500 `internal_error` answers: a bug, never the provider or a caller. */
+export const vendInternalErrorsMetric = (period?: Duration): cloudwatch.Metric =>
+  powertoolsMetric('Vends', 'vend-token', {
+    outcome: 'error:internal_error',
+    ...(period === undefined ? {} : { period }),
+  });
 
 /**
  * A Function URL metric of Lambda (AWS/Lambda, dimension FunctionName) by the
@@ -194,7 +207,7 @@ export class Observability extends Construct {
       }),
       1,
     );
-    const vendInternalErrors = metric('Vends', 'vend-token', { outcome: 'error:internal_error' });
+    const vendInternalErrors = vendInternalErrorsMetric();
     add(
       'vend-internal-errors',
       'The vend function answered 500 internal_error (details in its log).',

@@ -3,8 +3,17 @@
  * by canary, rolled back by its release alarms; provisioned concurrency only
  * when a stage asks; a throwaway stage that removes whole.
  */
+import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Template } from 'aws-cdk-lib/assertions';
+import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { metricsRecorder } from '../../functions/adapters/metrics.js';
+import { AccessPolicy } from '../../functions/core/access-policy.js';
+import { systemClock } from '../../functions/core/clock.js';
+import { fixedPolicy } from '../../functions/core/policy-source.js';
+import { createVendApp } from '../../functions/vend-token/app.js';
+import { example } from '../../infra/stages/example.js';
+import { emittedMetrics, sameMetric, watchedMetric } from '../support/emf.js';
 import {
   ADMIN,
   aliasId,
@@ -53,7 +62,12 @@ describe('releases', () => {
       DeploymentStyle: { DeploymentOption: 'WITH_TRAFFIC_CONTROL', DeploymentType: 'BLUE_GREEN' },
       AlarmConfiguration: {
         Enabled: true,
-        Alarms: ['vend-release-5xx', 'vend-release-errors', 'vend-release-latency'].map((name) => ({
+        Alarms: [
+          'vend-release-5xx',
+          'vend-release-errors',
+          'vend-release-internal-errors',
+          'vend-release-latency',
+        ].map((name) => ({
           Name: { Ref: alarmId(template, name) },
         })),
       },
@@ -98,9 +112,65 @@ describe('releases', () => {
       DatapointsToAlarm: 2,
     });
     // They roll back; the paging alarms page.
-    for (const name of ['vend-release-5xx', 'vend-release-errors', 'vend-release-latency']) {
+    for (const name of [
+      'vend-release-5xx',
+      'vend-release-errors',
+      'vend-release-internal-errors',
+      'vend-release-latency',
+    ]) {
       expect(props(name)).not.toHaveProperty('AlarmActions');
     }
+  });
+
+  it('rolls a vend canary back on one internal_error answer, which a canary of few callers never turns into five URL 5xx a minute', async () => {
+    // What a release with a bug answers: 500 internal_error, a successful invocation.
+    const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'vend-token' });
+    const vend = createVendApp({
+      tokens: {
+        getToken: () => {
+          throw new TypeError('a bug in the new version');
+        },
+      },
+      policy: fixedPolicy(AccessPolicy.parse(JSON.stringify(example.accessPolicy), 'test')),
+      logger: { info: () => {}, warn: () => {}, error: () => {} },
+      clock: systemClock,
+      recordVend: metricsRecorder(metrics).recordVend,
+    });
+    const event = {
+      rawPath: '/token',
+      rawQueryString: 'scope=ba_123',
+      requestContext: {
+        http: { method: 'GET' },
+        authorizer: { iam: { userArn: 'arn:aws:iam::111122223333:role/checkout' } },
+      },
+    } as unknown as LambdaFunctionURLEvent;
+    let status = 0;
+    const emitted = await emittedMetrics(async () => {
+      status = ((await vend(event)) as { statusCode: number }).statusCode;
+      metrics.publishStoredMetrics();
+    });
+    expect(status).toBe(500);
+    const internalErrors = emitted.find(
+      (m) => m.name === 'Vends' && m.dimensions.outcome === 'error:internal_error',
+    );
+    expect(internalErrors).toBeDefined();
+
+    const resources = template.toJSON().Resources;
+    const group = Object.values(template.findResources('AWS::CodeDeploy::DeploymentGroup')).find(
+      (g) => g.Properties.DeploymentGroupName === VEND,
+    );
+    const alarms = group?.Properties.AlarmConfiguration.Alarms.map(
+      (a: { Name: { Ref: string } }) => resources[a.Name.Ref].Properties,
+    );
+    const firesOnOne = alarms.filter(
+      (alarm: Record<string, unknown>) =>
+        alarm.MetricName !== undefined &&
+        sameMetric(watchedMetric(alarm as never), internalErrors as never) &&
+        alarm.Statistic === 'Sum' &&
+        (alarm.Threshold as number) <= 1 &&
+        (alarm.Period as number) <= 60,
+    );
+    expect(firesOnOne).toHaveLength(1);
   });
 
   it.each([REFRESH, ISSUE_KEYS, ADMIN, VALIDATOR])(
