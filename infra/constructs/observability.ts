@@ -70,12 +70,13 @@ export const vendInternalErrorsMetric = (period?: Duration): cloudwatch.Metric =
   });
 
 /**
- * A Function URL metric of Lambda (AWS/Lambda, dimension FunctionName) by the
- * function's literal name, not a reference to it: the AppConfig environment
- * watches the URL alarm, and the functions read that environment, so a
- * reference would close a dependency cycle.
+ * A Lambda metric of a function (AWS/Lambda, dimension FunctionName: every
+ * version and alias, the Function URL's included) by the function's literal
+ * name, not a reference to it: the AppConfig environment watches vend's
+ * errors, and the functions read that environment, so a reference would
+ * close a dependency cycle.
  */
-function urlMetric(fn: TokenVendingFunction, name: string, label?: string): cloudwatch.Metric {
+function lambdaMetric(fn: TokenVendingFunction, name: string, label?: string): cloudwatch.Metric {
   return new cloudwatch.Metric({
     namespace: 'AWS/Lambda',
     metricName: name,
@@ -107,9 +108,10 @@ export class Observability extends Construct {
   readonly alarms: cloudwatch.Alarm[] = [];
   /**
    * Alarms that roll an access policy deployment back when they fire during
-   * it (AppConfig monitors): the signals of `policy-rejected`, `vend-url-5xx`
-   * and `vend-internal-errors` on one-minute periods. They notify no one: the
-   * rollback is their action, and those three alarms page.
+   * it (AppConfig monitors): the signals of `policy-rejected`,
+   * `vend-token-errors` and `vend-internal-errors` on one-minute periods,
+   * none of which a provider outage moves. They notify no one: the rollback
+   * is their action, and those three alarms page.
    */
   readonly policyRollbackAlarms: cloudwatch.Alarm[];
   /** The longest a policy rollback alarm needs to fire: its evaluation periods. */
@@ -216,7 +218,7 @@ export class Observability extends Construct {
     );
     // Lambda's Function URL metric (AWS/Lambda, FunctionName): the function
     // answers 5xx as a successful invocation, so its Errors metric misses them.
-    const vendUrl5xx = urlMetric(props.vend, 'Url5xxCount');
+    const vendUrl5xx = lambdaMetric(props.vend, 'Url5xxCount');
     add(
       'vend-url-5xx',
       'Callers got 5xx answers from the vend URL (such as 503 upstream_unavailable in a provider outage) in 2 of the last 3 five-minute periods, 5 or more each.',
@@ -339,11 +341,17 @@ export class Observability extends Construct {
         threshold: 1,
         evaluation: ONE_PERIOD,
       },
+      // Not the URL's 5xx: most are the provider's (503 upstream_unavailable in
+      // an outage, 502 upstream_error), which no policy version causes, and
+      // would roll back every version deployed meanwhile, an urgent
+      // revocation included. What a version could do to vend besides a
+      // refusal (`rejected`) or a bug (`internal_error`) is fail the
+      // invocation: a document too large to parse in time or in memory.
       {
-        name: 'vend-url-5xx',
+        name: 'vend-errors',
         description:
-          'Callers got 5 or more 5xx answers from the vend URL in 2 of the last 3 minutes.',
-        source: vendUrl5xx,
+          'The vend function failed 5 or more invocations (crashed, timed out) in 2 of the last 3 minutes.',
+        source: lambdaMetric(props.vend, 'Errors'),
         threshold: 5,
         evaluation: TWO_OF_THREE,
       },
@@ -434,9 +442,9 @@ export class Observability extends Construct {
     );
     this.dashboard.addWidgets(
       graph('Vend URL answers', [
-        urlMetric(props.vend, 'UrlRequestCount', 'requests'),
-        urlMetric(props.vend, 'Url4xxCount', '4xx'),
-        urlMetric(props.vend, 'Url5xxCount', '5xx'),
+        lambdaMetric(props.vend, 'UrlRequestCount', 'requests'),
+        lambdaMetric(props.vend, 'Url4xxCount', '4xx'),
+        lambdaMetric(props.vend, 'Url5xxCount', '5xx'),
       ]),
       graph('Invalid events', [
         metric('InvalidEvents', 'admin', { label: 'admin' }),

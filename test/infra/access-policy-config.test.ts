@@ -3,9 +3,19 @@
  * rollback alarms, hosted profile with the Lambda validator, a gradual
  * deployment strategy, and the first version deployed by the stack.
  */
+import { Metrics } from '@aws-lambda-powertools/metrics';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
+import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { aliasId, stage, synth } from '../support/infra.js';
+import { metricsRecorder } from '../../functions/adapters/metrics.js';
+import { AccessPolicy } from '../../functions/core/access-policy.js';
+import { systemClock } from '../../functions/core/clock.js';
+import { UpstreamUnavailableError } from '../../functions/core/errors.js';
+import { fixedPolicy } from '../../functions/core/policy-source.js';
+import { createVendApp } from '../../functions/vend-token/app.js';
+import { example } from '../../infra/stages/example.js';
+import { emittedMetrics, type MetricIdentity, sameMetric, watchedMetric } from '../support/emf.js';
+import { aliasId, stage, synth, VEND } from '../support/infra.js';
 
 const VALIDATOR = 'token-vending-example-policy-validator';
 
@@ -49,7 +59,7 @@ describe('the access policy in AppConfig', () => {
     });
   });
 
-  it('rolls a deployment back when its one-minute watches of rejections, URL 5xx or internal errors fire', () => {
+  it('rolls a deployment back when its one-minute watches of rejections, vend errors or internal errors fire', () => {
     const alarm = (name: string) =>
       Object.keys(
         template.findResources('AWS::CloudWatch::Alarm', {
@@ -71,7 +81,7 @@ describe('the access policy in AppConfig', () => {
     expect(environment.Properties.Monitors).toEqual(
       [
         'policy-watch-rejected',
-        'policy-watch-vend-url-5xx',
+        'policy-watch-vend-errors',
         'policy-watch-vend-internal-errors',
       ].map((name) => ({
         AlarmArn: { 'Fn::GetAtt': [alarm(name), 'Arn'] },
@@ -88,6 +98,81 @@ describe('the access policy in AppConfig', () => {
         },
       ],
     });
+  });
+
+  it('does not roll a policy deployment back for a provider outage, which no policy version causes', async () => {
+    // One minute of a provider outage: every vend answers 503 upstream_unavailable.
+    const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'vend-token' });
+    const vend = createVendApp({
+      tokens: {
+        getToken: () => {
+          throw new UpstreamUnavailableError('the provider is down', 30);
+        },
+      },
+      policy: fixedPolicy(AccessPolicy.parse(JSON.stringify(example.accessPolicy), 'test')),
+      logger: { info: () => {}, warn: () => {}, error: () => {} },
+      clock: systemClock,
+      recordVend: metricsRecorder(metrics).recordVend,
+    });
+    const event = {
+      rawPath: '/token',
+      rawQueryString: 'scope=ba_123',
+      requestContext: {
+        http: { method: 'GET' },
+        authorizer: { iam: { userArn: 'arn:aws:iam::111122223333:role/checkout' } },
+      },
+    } as unknown as LambdaFunctionURLEvent;
+    const answers = 20;
+    const emitted = await emittedMetrics(async () => {
+      for (let i = 0; i < answers; i++) {
+        expect(((await vend(event)) as { statusCode: number }).statusCode).toBe(503);
+        metrics.publishStoredMetrics();
+      }
+    });
+    // The minute's sums: the functions' EMF, and what Lambda counts for the URL.
+    const sums: Array<[MetricIdentity, number]> = [
+      ...emitted.map((m): [MetricIdentity, number] => [m, 1]),
+      ...['UrlRequestCount', 'Url5xxCount', 'Invocations'].map((name): [MetricIdentity, number] => [
+        { namespace: 'AWS/Lambda', name, dimensions: { FunctionName: VEND } },
+        answers,
+      ]),
+    ];
+    const sum = (metric: MetricIdentity): number | undefined => {
+      const matching = sums.filter(([m]) => sameMetric(m, metric));
+      return matching.length === 0 ? undefined : matching.reduce((a, [, n]) => a + n, 0);
+    };
+    /** The alarm's value for that minute; missing data counts as not breaching. */
+    const value = (alarm: {
+      MetricName?: string;
+      Metrics?: Array<{
+        Id: string;
+        Expression?: string;
+        ReturnData?: boolean;
+        MetricStat?: { Metric: Parameters<typeof watchedMetric>[0] };
+      }>;
+    }): number => {
+      if (alarm.MetricName !== undefined) return sum(watchedMetric(alarm as never)) ?? 0;
+      const ids = new Map<string, number | undefined>();
+      for (const m of alarm.Metrics ?? [])
+        if (m.MetricStat) ids.set(m.Id, sum(watchedMetric(m.MetricStat.Metric)));
+      const expression = (alarm.Metrics ?? []).find((m) => m.ReturnData !== false)
+        ?.Expression as string;
+      const arithmetic = expression.replace(/FILL\((\w+), 0\)/g, (_, id) =>
+        String(ids.get(id) ?? 0),
+      );
+      expect(arithmetic).toMatch(/^[\d\s+-]+$/);
+      return Function(`return ${arithmetic}`)() as number;
+    };
+
+    const environment = template.toJSON().Resources[only('AWS::AppConfig::Environment')];
+    const resources = template.toJSON().Resources;
+    const firing = (
+      environment.Properties.Monitors as Array<{ AlarmArn: { 'Fn::GetAtt': [string] } }>
+    )
+      .map((monitor) => resources[monitor.AlarmArn['Fn::GetAtt'][0]].Properties)
+      .filter((alarm) => value(alarm) >= alarm.Threshold)
+      .map((alarm) => alarm.AlarmName);
+    expect(firing).toEqual([]);
   });
 
   it('regression: watches a deployment long enough for each rollback alarm to fire', () => {
