@@ -8,27 +8,42 @@ import java.security.MessageDigest;
 import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
+import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.TreeMap;
 import java.util.stream.Collectors;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
 /**
- * Vends a provider token from the token vending function URL with the JDK alone (Java 17):
+ * Vends provider tokens from the token vending function URL with the JDK alone (Java 17):
  * java.net.http and a SigV4 signature (service "lambda") computed with javax.crypto.
  * Credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN,
- * as Lambda sets them; elsewhere, take them from your credential provider.
+ * as Lambda sets them; elsewhere, take them from your credential provider. Each scope
+ * given is asked for in turn through one TokenCache, so a repeated scope is answered
+ * from the cache; no scope: the unscoped token.
  *
  * <pre>
- * TOKEN_VENDING_URL=https://&lt;url-id&gt;.lambda-url.eu-west-1.on.aws AWS_REGION=eu-west-1 \
- *     java Vend.java ba_123
+ * TOKEN_VENDING_URL=https://&lt;url-id&gt;.lambda-url.eu-west-1.on.aws java Vend.java ba_123
  * </pre>
  */
 public final class Vend {
   private static final DateTimeFormatter AMZ_DATE =
       DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss'Z'");
+  /** Retries of a 503 or 429; a Retry-After over MAX_WAIT_SECONDS is not waited for. */
+  private static final int MAX_RETRIES = 2;
+  private static final int MAX_WAIT_SECONDS = 10;
+  private static final Pattern URL_HOST =
+      Pattern.compile("[^.]+\\.lambda-url\\.([a-z0-9-]+)\\.on\\.aws");
+
+  /** The URL's own region (&lt;url-id&gt;.lambda-url.&lt;region&gt;.on.aws), else AWS_REGION. */
+  static String regionOf(String baseUrl) {
+    Matcher m = URL_HOST.matcher(String.valueOf(URI.create(baseUrl).getHost()));
+    return m.matches() ? m.group(1) : System.getenv().getOrDefault("AWS_REGION", "us-east-1");
+  }
 
   /** The vend answer's JSON, or an exception with the status and body. */
   static String vendToken(String baseUrl, String region, String scope, int minTtl,
@@ -40,9 +55,31 @@ public final class Vend {
     String query = params.entrySet().stream()
         .map(e -> encode(e.getKey()) + "=" + encode(e.getValue()))
         .collect(Collectors.joining("&"));
-    URI uri = URI.create(baseUrl + "/token?" + query);
-    String host = uri.getPort() == -1 ? uri.getHost() : uri.getHost() + ":" + uri.getPort();
+    // A stack's VendUrl output ends with "/".
+    URI uri = URI.create(baseUrl.replaceAll("/+$", "") + "/token?" + query);
 
+    for (int attempt = 0; ; attempt++) {
+      HttpResponse<String> response = send(uri, query, region, accessKeyId, secretAccessKey,
+          sessionToken);
+      if (response.statusCode() == 200) return response.body();
+      // 503 and 429: retried after Retry-After (1 s, then 2 s, without one).
+      long wait = response.headers().firstValue("retry-after").filter(v -> v.matches("\\d{1,9}"))
+          .map(Long::parseLong).orElse(attempt + 1L);
+      boolean retriable = response.statusCode() == 503 || response.statusCode() == 429;
+      if (!retriable || attempt == MAX_RETRIES || wait > MAX_WAIT_SECONDS) {
+        // 403 {"Message":"Forbidden"}: refused by the URL (signature, IAM);
+        // otherwise application/problem+json {"status","code","title","detail"}.
+        throw new IllegalStateException("vend answered " + response.statusCode() + ": "
+            + response.body());
+      }
+      Thread.sleep(wait * 1000);
+    }
+  }
+
+  /** One signed GET of uri, whose query is already in canonical form. */
+  static HttpResponse<String> send(URI uri, String query, String region, String accessKeyId,
+      String secretAccessKey, String sessionToken) throws Exception {
+    String host = uri.getPort() == -1 ? uri.getHost() : uri.getHost() + ":" + uri.getPort();
     String amzDate = ZonedDateTime.now(ZoneOffset.UTC).format(AMZ_DATE);
     String date = amzDate.substring(0, 8);
     // Signed headers, sorted by name.
@@ -68,16 +105,10 @@ public final class Vend {
             + ", SignedHeaders=" + signedHeaders + ", Signature=" + signature);
     if (sessionToken != null) request.header("x-amz-security-token", sessionToken);
     // HttpClient sends the Host header itself, as host[:port], the value signed above.
-    HttpResponse<String> response = HttpClient.newHttpClient()
-        .send(request.build(), HttpResponse.BodyHandlers.ofString());
-    if (response.statusCode() != 200) {
-      // 403 {"Message":"Forbidden"}: refused by the URL (signature, IAM);
-      // otherwise application/problem+json {"status","code","title","detail"}.
-      throw new IllegalStateException("vend answered " + response.statusCode() + ": "
-          + response.body());
-    }
-    return response.body();
+    return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofString());
   }
+
+  private static final HttpClient HTTP = HttpClient.newHttpClient();
 
   /** RFC 3986: everything but A-Z a-z 0-9 - _ . ~ percent-encoded. */
   static String encode(String value) {
@@ -101,25 +132,50 @@ public final class Vend {
 
   /** One JSON field, enough for this demo; use your JSON library in a service. */
   static String field(String json, String name) {
-    var m = java.util.regex.Pattern.compile("\"" + name + "\"\\s*:\\s*\"?([^\",}]*)").matcher(json);
+    Matcher m = Pattern.compile("\"" + name + "\"\\s*:\\s*\"?([^\",}]*)").matcher(json);
     return m.find() ? m.group(1) : "";
   }
 
-  public static void main(String[] args) throws Exception {
-    String scope = args.length > 0 ? args[0] : null;
-    String region = System.getenv().getOrDefault("AWS_REGION", "us-east-1");
-    String json;
-    try {
-      json = vendToken(System.getenv("TOKEN_VENDING_URL"), region, scope, 300,
+  /** Keeps each scope's token until it has minTtl seconds left. Make one per process. */
+  static final class TokenCache {
+    private final String baseUrl;
+    private final Map<String, String> tokens = new HashMap<>();
+    private final Map<String, Long> expiresAt = new HashMap<>();
+
+    TokenCache(String baseUrl) {
+      this.baseUrl = baseUrl;
+    }
+
+    /** The vend answer's JSON; one request at a time, the others then find the token cached. */
+    synchronized String get(String scope, int minTtl) throws Exception {
+      long now = System.currentTimeMillis() / 1000;
+      String json = tokens.get(scope);
+      if (json != null && expiresAt.get(scope) - now > minTtl) return json;
+      json = vendToken(baseUrl, regionOf(baseUrl), scope, minTtl,
           System.getenv("AWS_ACCESS_KEY_ID"), System.getenv("AWS_SECRET_ACCESS_KEY"),
           System.getenv("AWS_SESSION_TOKEN"));
-    } catch (IllegalStateException e) {
-      System.err.println(e.getMessage());
-      System.exit(1);
-      return;
+      // The earlier of its expires_at and our clock's, so a skewed clock keeps it no longer.
+      expiresAt.put(scope, Math.min(Long.parseLong(field(json, "expires_at")),
+          now + Long.parseLong(field(json, "expires_in"))));
+      tokens.put(scope, json);
+      return json;
     }
-    // Use it as "Authorization: Bearer " + access_token; never log it.
-    System.out.println("token_type=" + field(json, "token_type") + " scope=" + field(json, "scope")
-        + " expires_in=" + field(json, "expires_in"));
+  }
+
+  public static void main(String[] args) throws Exception {
+    TokenCache tokens = new TokenCache(System.getenv("TOKEN_VENDING_URL"));
+    for (String scope : args.length > 0 ? args : new String[] {null}) {
+      String json;
+      try {
+        json = tokens.get(scope, 300);
+      } catch (IllegalStateException e) {
+        System.err.println(e.getMessage());
+        System.exit(1);
+        return;
+      }
+      // Use it as "Authorization: Bearer " + access_token; never log it.
+      System.out.println("token_type=" + field(json, "token_type") + " scope=" + field(json, "scope")
+          + " expires_in=" + field(json, "expires_in"));
+    }
   }
 }

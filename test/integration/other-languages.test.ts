@@ -5,6 +5,8 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -122,7 +124,70 @@ const LANGUAGES: Example[] = [
   },
 ];
 
+/**
+ * In front of the local URL: counts the requests an example sends, answers the
+ * next `failures` of them 503 with `Retry-After: 1`, and keeps the tokens the
+ * URL answered, so a test can tell they were never printed.
+ */
+class CountingProxy {
+  requests = 0;
+  failures = 0;
+  readonly tokens: string[] = [];
+  private server?: Server;
+  url = '';
+
+  async start(target: string): Promise<void> {
+    const upstream = new URL(target);
+    this.server = createServer((incoming, outgoing) => {
+      this.requests += 1;
+      if (this.failures > 0) {
+        this.failures -= 1;
+        outgoing.writeHead(503, { 'Content-Type': 'application/problem+json', 'Retry-After': '1' });
+        outgoing.end(
+          '{"status":503,"code":"upstream_unavailable","title":"Provider unavailable","detail":"Injected."}',
+        );
+        return;
+      }
+      // Forwarded as sent, Host included: the host the example signed.
+      const forwarded = request(
+        {
+          host: upstream.hostname,
+          port: upstream.port,
+          path: incoming.url,
+          method: incoming.method,
+          headers: incoming.headers,
+        },
+        (answer) => {
+          const chunks: Buffer[] = [];
+          answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+          answer.on('end', () => {
+            const body = Buffer.concat(chunks);
+            const token = /"access_token":"([^"]+)"/.exec(body.toString('utf8'))?.[1];
+            if (token) this.tokens.push(token);
+            outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+            outgoing.end(body);
+          });
+        },
+      );
+      forwarded.on('error', () => outgoing.destroy());
+      forwarded.end();
+    });
+    await new Promise<void>((listening) => this.server?.listen(0, '127.0.0.1', listening));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  reset(): void {
+    this.requests = 0;
+    this.failures = 0;
+  }
+
+  async stop(): Promise<void> {
+    await new Promise((closed) => this.server?.close(closed));
+  }
+}
+
 let stack: LocalStack;
+const proxy = new CountingProxy();
 beforeAll(async () => {
   if (!LANGUAGES.some((example) => example.runtime.ok)) return;
   stack = await startLocalStack(
@@ -136,14 +201,22 @@ beforeAll(async () => {
     { stackFile: null, logger: quietLogger() },
   );
   stack.simulator?.setOptions({ allowedScopes: POLICY.scopes });
+  await proxy.start(stack.info.functionUrl);
 });
-afterAll(async () => stack?.stop());
+afterAll(async () => {
+  await proxy.stop();
+  await stack?.stop();
+});
 
 /** The environment an example runs in, signing as `identity` (its secret overridden). */
-function callerEnv(identity: LocalIdentity, secret = identity.secretAccessKey): NodeJS.ProcessEnv {
+function callerEnv(
+  identity: LocalIdentity,
+  secret = identity.secretAccessKey,
+  url = stack.info.functionUrl,
+): NodeJS.ProcessEnv {
   return {
     ...baseEnv(),
-    TOKEN_VENDING_URL: stack.info.functionUrl,
+    TOKEN_VENDING_URL: url,
     AWS_REGION: stack.info.region,
     AWS_ACCESS_KEY_ID: identity.accessKeyId,
     AWS_SECRET_ACCESS_KEY: secret,
@@ -166,8 +239,8 @@ for (const example of LANGUAGES) {
     }, 240_000);
     afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-    const vend = (env: NodeJS.ProcessEnv, scope?: string) =>
-      run(command.command, [...command.args, ...(scope === undefined ? [] : [scope])], env);
+    const vend = (env: NodeJS.ProcessEnv, scope?: string | string[]) =>
+      run(command.command, [...command.args, ...(scope === undefined ? [] : [scope].flat())], env);
     const summaryOf = (result: Run) =>
       (example.summary ?? ((stdout: string) => stdout))(result.stdout).trim();
 
@@ -199,6 +272,56 @@ for (const example of LANGUAGES) {
       expect(result.code).not.toBe(0);
       expect(`${result.stdout}${result.stderr}`).toContain('"code":"access_denied"');
     });
+
+    it("takes the URL as the stack's VendUrl output gives it, ending with '/'", async () => {
+      const result = await vend(
+        callerEnv(DEMO_IDENTITY, undefined, `${stack.info.functionUrl}/`),
+        'ba_demo_1',
+      );
+
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+      expect(summaryOf(result)).toMatch(/^token_type=Bearer scope=ba_demo_1 expires_in=\d+$/);
+    });
+
+    it('retries a 503 after its Retry-After, as the docs tell every caller to', async () => {
+      proxy.reset();
+      proxy.failures = 1;
+      const started = Date.now();
+      const result = await vend(callerEnv(DEMO_IDENTITY, undefined, proxy.url), 'ba_demo_1');
+
+      expect(result.code).toBe(0);
+      expect(proxy.requests).toBe(2);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    });
+
+    it('gives up after two retries of a 503, with the problem code', async () => {
+      proxy.reset();
+      proxy.failures = 3;
+      const result = await vend(callerEnv(DEMO_IDENTITY, undefined, proxy.url), 'ba_demo_1');
+
+      expect(result.code).not.toBe(0);
+      expect(proxy.requests).toBe(3);
+      expect(`${result.stdout}${result.stderr}`).toContain('"code":"upstream_unavailable"');
+    });
+
+    it.skipIf(example.summary !== undefined)(
+      'keeps a token until it has min_ttl left, and never prints it',
+      async () => {
+        proxy.reset();
+        const result = await vend(callerEnv(DEMO_IDENTITY, undefined, proxy.url), [
+          'ba_demo_1',
+          'ba_demo_1',
+        ]);
+
+        expect(result.code).toBe(0);
+        expect(result.stdout.trim().split('\n')).toHaveLength(2);
+        expect(proxy.requests).toBe(1);
+        const output = `${result.stdout}${result.stderr}`;
+        for (const token of proxy.tokens) expect(output).not.toContain(token);
+        expect(output).not.toMatch(/AWS4-HMAC-SHA256|Signature=/);
+      },
+    );
   });
 }
 
