@@ -336,6 +336,16 @@ describe('docs/other-languages.md', () => {
     expect(quotes.map((quote) => quote[1])).toContain(file);
   });
 
+  it('says how a caller in AWS gets credentials, and the permissions its role needs', () => {
+    const section = doc.slice(doc.indexOf('## In AWS'), doc.indexOf('## Against the local stack'));
+    expect(section).toContain('lambda:InvokeFunctionUrl');
+    expect(section).toContain('lambda:InvokeFunction`');
+    expect(section).toContain('function:token-vending-<stage>-vend-token:live');
+    expect(section).toContain('../README.md#iam-permissions-a-caller-needs');
+    for (const example of ['Python', 'Go', 'Java', 'curl'])
+      expect(section).toContain(`| ${example}`);
+  });
+
   it('quotes each example verbatim, so that the doc shows the code the test runs', () => {
     for (const [, file = '', text = ''] of quotes) {
       expect(readFileSync(join(EXAMPLES, file), 'utf8')).toContain(text);
