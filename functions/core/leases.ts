@@ -2,7 +2,6 @@ import { epochSeconds } from './clock.js';
 import { describe } from './describe-error.js';
 import { SealerUnavailableError, StoreUnavailableError } from './errors.js';
 import { isServable } from './freshness.js';
-import { MAX_CLOCK_SKEW_MS } from './lease-watch.js';
 import type { MemoryTokenCache } from './memory-cache.js';
 import { mintToken } from './mint-token.js';
 import type { LeaseHolder, ProviderCredentials, RefreshFailure, Revision, Token } from './ports.js';
@@ -82,9 +81,10 @@ export class Leases {
   }
 
   /**
-   * Takes this instance's lease on `key` if it is free, ran out longer ago than
-   * clocks may disagree, or is `holder` (watched unchanged for a lease period),
-   * and, given `seenRevision`, only while the stored token is still the one read.
+   * Takes this instance's lease on `key` if it is free or is `holder` (watched
+   * unchanged for a lease period: lease-watch.ts), never by comparing its end
+   * with this clock, and, given `seenRevision`, only while the stored token is
+   * still the one read.
    * Answers the lease taken, or undefined when not taken.
    */
   async take(
@@ -101,7 +101,7 @@ export class Leases {
         nowMs,
         lease.untilMs,
         seenRevision,
-        { ranOutBeforeMs: nowMs - MAX_CLOCK_SKEW_MS, ...(holder ? { holder } : {}) },
+        holder ? { holder } : {},
       );
       return taken ? lease : undefined;
     } catch (error) {

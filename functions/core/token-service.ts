@@ -10,11 +10,11 @@ import { FirstLook } from './first-look.js';
 import { isFresh, isServable } from './freshness.js';
 import { tokenKey } from './item-keys.js';
 import { ItemReader } from './item-reader.js';
-import { LeaseWatch, MAX_CLOCK_SKEW_MS } from './lease-watch.js';
+import { LeaseSightings, type LeaseState, LeaseWatch } from './lease-watch.js';
 import { Leases, storeFailed } from './leases.js';
 import { MemoryTokenCache, SingleFlight } from './memory-cache.js';
 import { PollSchedule } from './poll-schedule.js';
-import type { ProviderCredentials, StoredItem, Token } from './ports.js';
+import type { LeaseHolder, ProviderCredentials, StoredItem, Token } from './ports.js';
 import { backoffOf, FailureBackoff, recentFailure } from './refresh-failure.js';
 import { isRevoked } from './revocation.js';
 import {
@@ -81,6 +81,7 @@ export class TokenService {
   readonly #useMarks: UseMarks;
   readonly #firstLook: FirstLook;
   readonly #leases: Leases;
+  readonly #sightings: LeaseSightings;
 
   constructor(deps: TokenServiceDeps, config: TokenServiceConfig = {}) {
     this.#deps = deps;
@@ -92,6 +93,7 @@ export class TokenService {
     this.#pollMaxMs = config.pollMaxMs ?? 800;
     this.#failureBackoffMs = config.failureBackoffMs ?? 5000;
     this.#backoff = new FailureBackoff(this.#failureBackoffMs);
+    this.#sightings = new LeaseSightings(this.#leaseMs);
     this.#items = new ItemReader(deps, new VersionCheck(deps.credentials, deps.clock));
     this.#degraded = new DegradedMode(deps, this.#l1, {
       leaseMs: this.#leaseMs,
@@ -176,6 +178,7 @@ export class TokenService {
     const key = tokenKey(scope);
     const known = await readCachedCredentials(this.#deps.credentials);
     const item = await this.#deps.store.get(key);
+    const seen = this.#sightings.observe(key, item, this.#deps.clock.now());
     const view = await this.#items.view(item, known);
     if (!view.canReplace || !view.credentials) throw credentialsUnavailable();
     const { dueWithinSeconds } = options;
@@ -190,7 +193,9 @@ export class TokenService {
     if (dueWithinSeconds !== undefined && this.#backoff.check(key, item?.failure, nowMs)) {
       return { status: 'busy' };
     }
-    const lease = await this.#leases.take(key, nowMs, view.revision);
+    // A lease is judged by this instance's own watching (lease-watch.ts).
+    if (seen.lease === 'held') return { status: 'busy' };
+    const lease = await this.#leases.take(key, nowMs, view.revision, holderOf(seen));
     if (lease === undefined) return { status: 'busy' };
     const minted = await this.#leases.mintUnder(lease, scope, view.credentials, undefined, 0);
     // A token that never reached the table refreshed nothing: say so (a
@@ -254,6 +259,7 @@ export class TokenService {
     }
     const { item } = look;
     const readAtMs = this.#deps.clock.now();
+    const seen = this.#sightings.observe(key, item, readAtMs);
     this.#useMarks.seen(key, item);
     const view = await this.#items.view(item, known);
     // A token the caller reports as revoked is treated as absent: replaced under the lease.
@@ -280,10 +286,13 @@ export class TokenService {
       if (current) return current;
       throw backOff;
     }
-    // A lease this read shows held is one the lease condition would refuse
-    // (judged the same way, on this clock): no attempt, straight to waiting.
-    const held = item?.leaseUntil !== undefined && item.leaseUntil >= nowMs - MAX_CLOCK_SKEW_MS;
-    const lease = held ? undefined : await this.#leases.take(key, nowMs, view.revision);
+    // A lease this read shows is held until this instance has watched it
+    // unchanged for a lease period, however long ago its end looks by this
+    // clock (lease-watch.ts): no attempt, straight to waiting.
+    const lease =
+      seen.lease === 'held'
+        ? undefined
+        : await this.#leases.take(key, nowMs, view.revision, holderOf(seen));
     if (lease !== undefined) {
       const refreshing = this.#leases.mintUnder(lease, scope, view.credentials, servable, minTtl, {
         replacesRevoked: reported,
@@ -296,7 +305,10 @@ export class TokenService {
     }
     // Another caller refreshes: everyone else keeps receiving the current token.
     if (current) return current;
-    const watch = new LeaseWatch(item, readAtMs, this.#leaseMs);
+    const watch = new LeaseWatch(item, readAtMs, this.#leaseMs, {
+      sightings: this.#sightings,
+      key,
+    });
     const schedule = new PollSchedule({
       expectedMintMs: item?.token?.mintMs ?? this.#leases.lastMintMs ?? this.#expectedMintMs,
       maxDelayMs: this.#pollMaxMs,
@@ -384,8 +396,7 @@ export class TokenService {
       const seen = watch.observe(item, readAtMs);
       if (seen.lease !== 'held') {
         // The holder died or gave up: take over (unless a token just appeared).
-        const holder = seen.lease === 'stale' ? seen.holder : undefined;
-        const lease = await this.#leases.take(key, clock.now(), view.revision, holder);
+        const lease = await this.#leases.take(key, clock.now(), view.revision, holderOf(seen));
         if (lease !== undefined) {
           this.#deps.count?.('LeaseTakeovers');
           this.#deps.logger.warn('took over an expired lease', { scope: scope ?? 'unscoped' });
@@ -420,4 +431,9 @@ export class TokenService {
       isFresh(token, minTtl, at, this.#refreshAhead)
     );
   }
+}
+
+/** The lease a taker must name: the one it watched go stale, if any. */
+function holderOf(state: LeaseState): LeaseHolder | undefined {
+  return state.lease === 'stale' ? state.holder : undefined;
 }
