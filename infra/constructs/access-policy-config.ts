@@ -3,8 +3,10 @@ import * as appconfig from 'aws-cdk-lib/aws-appconfig';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as logs from 'aws-cdk-lib/aws-logs';
+import * as cr from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
 import { acknowledgeWildcardResource } from '../nag.js';
+import { deployTimeCall } from './deploy-time-calls.js';
 import { TokenVendingFunction } from './token-vending-function.js';
 
 /** The longest final bake time AppConfig takes, in minutes ("FinalBakeTimeInMinutes ... Maximum value of 1440", AppConfig API Reference, DeploymentStrategy). */
@@ -159,8 +161,49 @@ export class AccessPolicyConfig extends Construct {
     // AppConfig may invoke it (CloudFormation would otherwise create the two
     // side by side, and a deployment that wins the race fails validation).
     const mayValidate = this.validator.live.node.findChild('AppConfigValidates');
+    // A new alarm is INSUFFICIENT_DATA until CloudWatch first evaluates it
+    // ("usually within a few minutes", AWS re:Post Knowledge Center, "Why is my
+    // CloudWatch alarm in the INSUFFICIENT_DATA state?"), and AppConfig rolls
+    // a deployment back when a monitor is in ALARM or INSUFFICIENT_DATA
+    // ("Monitoring deployments for automatic rollback", AWS AppConfig User
+    // Guide). An update that creates a watch and deploys a policy version
+    // would roll that version back for a state no data set: on a new stage,
+    // the only version, so every vend would be refused. So a watch is set OK
+    // as it is created (SetAlarmState: "the alarm state returns to its actual
+    // state" at its next evaluation, which, missing data not breaching, is OK
+    // unless it fires), before any deployment starts.
+    const watchesSettled = props.rollbackAlarms.map((alarm) => {
+      const setOk: cr.AwsSdkCall = {
+        service: '@aws-sdk/client-cloudwatch',
+        action: 'SetAlarmState',
+        parameters: {
+          AlarmName: alarm.alarmName,
+          StateValue: 'OK',
+          StateReason:
+            'Created by the stack: OK until its first evaluation, so no policy deployment is rolled back for a state no data set.',
+        },
+        physicalResourceId: cr.PhysicalResourceId.of(alarm.alarmName),
+      };
+      const call = deployTimeCall(this, `${alarm.node.id}StartsOk`, {
+        resourceType: 'Custom::PolicyWatchStartsOk',
+        onCreate: setOk,
+        // A watch renamed is a watch created.
+        onUpdate: setOk,
+        statements: [
+          new iam.PolicyStatement({
+            actions: ['cloudwatch:SetAlarmState'],
+            resources: [alarm.alarmArn],
+          }),
+        ],
+        logRetention: props.logRetention,
+      });
+      call.node.addDependency(alarm);
+      return call;
+    });
     for (const child of this.profile.node.children) {
-      if (child instanceof appconfig.CfnDeployment) child.node.addDependency(mayValidate);
+      if (child instanceof appconfig.CfnDeployment) {
+        child.node.addDependency(mayValidate, ...watchesSettled);
+      }
     }
     const removal = props.throwaway ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
     this.application.applyRemovalPolicy(removal);

@@ -1,10 +1,11 @@
-import { ArnFormat, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { ArnFormat, Stack } from 'aws-cdk-lib';
 import * as eventschemas from 'aws-cdk-lib/aws-eventschemas';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as cr from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
 import type { StageConfig } from '../config.js';
+import { deployTimeCall } from './deploy-time-calls.js';
 import type { TokenVendingFunction } from './token-vending-function.js';
 
 /**
@@ -162,16 +163,6 @@ export class ConsoleTestEvents extends Construct {
       resourceName: TEST_EVENT_REGISTRY,
       arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
     });
-    // Its own role and log group: no managed policy, and a retention.
-    const role = new iam.Role(this, 'RegistryRole', {
-      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-      description: `Creates the ${TEST_EVENT_REGISTRY} registry if missing`,
-    });
-    const logGroup = new logs.LogGroup(this, 'RegistryLogs', {
-      retention: props.logRetention,
-      removalPolicy: RemovalPolicy.DESTROY,
-    });
-    logGroup.grantWrite(role);
     const createRegistry: cr.AwsSdkCall = {
       service: '@aws-sdk/client-schemas',
       action: 'CreateRegistry',
@@ -183,17 +174,15 @@ export class ConsoleTestEvents extends Construct {
       // It exists already: created by the console, SAM CLI or another stack.
       ignoreErrorCodesMatching: 'ConflictException',
     };
-    const registry = new cr.AwsCustomResource(this, 'Registry', {
+    const registry = deployTimeCall(this, 'Registry', {
       resourceType: 'Custom::LambdaTestEventRegistry',
       onCreate: createRegistry,
       onUpdate: createRegistry,
       // No onDelete: the registry holds other functions' shareable events too.
-      policy: cr.AwsCustomResourcePolicy.fromStatements([
+      statements: [
         new iam.PolicyStatement({ actions: ['schemas:CreateRegistry'], resources: [registryArn] }),
-      ]),
-      role,
-      logGroup,
-      installLatestAwsSdk: false,
+      ],
+      logRetention: props.logRetention,
     });
 
     const events = consoleTestEvents(props.config);

@@ -15,7 +15,7 @@ import { fixedPolicy } from '../../functions/core/policy-source.js';
 import { createVendApp } from '../../functions/vend-token/app.js';
 import { example } from '../../infra/stages/example.js';
 import { emittedMetrics, type MetricIdentity, sameMetric, watchedMetric } from '../support/emf.js';
-import { aliasId, stage, synth, VEND } from '../support/infra.js';
+import { aliasId, resolveValue, stage, synth, VEND } from '../support/infra.js';
 
 const VALIDATOR = 'token-vending-example-policy-validator';
 
@@ -242,6 +242,48 @@ describe('the access policy in AppConfig', () => {
     const deployment = template.toJSON().Resources[only('AWS::AppConfig::Deployment')];
 
     expect(deployment.DependsOn).toContain(permissionId());
+  });
+
+  it('regression: sets each new rollback watch OK before a deployment starts, which AppConfig would roll back on its INSUFFICIENT_DATA', () => {
+    // A new alarm is INSUFFICIENT_DATA until first evaluated, and AppConfig
+    // rolls back on that state too: the stack's first deployment, on a new
+    // stage the only policy version, would be undone before any data came.
+    const resources = template.toJSON().Resources;
+    const environment = resources[only('AWS::AppConfig::Environment')];
+    const watches = (
+      environment.Properties.Monitors as Array<{ AlarmArn: { 'Fn::GetAtt': [string] } }>
+    ).map((monitor) => monitor.AlarmArn['Fn::GetAtt'][0]);
+    const settles = template.findResources('Custom::PolicyWatchStartsOk');
+    const deployment = resources[only('AWS::AppConfig::Deployment')];
+
+    expect(watches).toHaveLength(3);
+    for (const watch of watches) {
+      const [id, settle] = Object.entries(settles).find(([, r]) =>
+        resolveValue(template, r.Properties.Create).includes(
+          `"AlarmName":"${watch.toLowerCase()}-physical-name"`,
+        ),
+      ) ?? [undefined, undefined];
+      if (!settle) throw new Error(`no call sets ${watch} OK`);
+      for (const phase of ['Create', 'Update']) {
+        expect(JSON.parse(resolveValue(template, settle.Properties[phase]))).toMatchObject({
+          action: 'SetAlarmState',
+          parameters: { AlarmName: `${watch.toLowerCase()}-physical-name`, StateValue: 'OK' },
+        });
+      }
+      expect(settle.DependsOn).toContain(watch);
+      expect(deployment.DependsOn).toContain(id);
+    }
+    template.hasResourceProperties('AWS::IAM::Policy', {
+      PolicyDocument: {
+        Statement: [
+          {
+            Effect: 'Allow',
+            Action: 'cloudwatch:SetAlarmState',
+            Resource: { 'Fn::GetAtt': [watches[0], 'Arn'] },
+          },
+        ],
+      },
+    });
   });
 
   it('gives operators the ids to deploy new versions with', () => {
