@@ -5,7 +5,7 @@ import type { MemoryTokenCache } from './memory-cache.js';
 import { mintToken } from './mint-token.js';
 import type { ProviderCredentials, RefreshFailure, Token } from './ports.js';
 import { afterRecordedFailure, backingOff, failureOf } from './refresh-failure.js';
-import { isRevoked } from './revocation.js';
+import type { RevocationDamping } from './revocation.js';
 import { outcome, type TokenServiceDeps, type VendResult } from './token-service-types.js';
 
 /**
@@ -17,6 +17,7 @@ import { outcome, type TokenServiceDeps, type VendResult } from './token-service
 export class DegradedMode {
   readonly #deps: TokenServiceDeps;
   readonly #l1: MemoryTokenCache;
+  readonly #damping: RevocationDamping;
   readonly #leaseMs: number;
   readonly #backoffMs: number;
   readonly #failures = new Map<string, RefreshFailure>();
@@ -24,10 +25,12 @@ export class DegradedMode {
   constructor(
     deps: TokenServiceDeps,
     l1: MemoryTokenCache,
+    damping: RevocationDamping,
     timing: { readonly leaseMs: number; readonly failureBackoffMs: number },
   ) {
     this.#deps = deps;
     this.#l1 = l1;
+    this.#damping = damping;
     this.#leaseMs = timing.leaseMs;
     this.#backoffMs = timing.failureBackoffMs;
   }
@@ -43,7 +46,7 @@ export class DegradedMode {
     const cached = this.#l1.get(key, now);
     if (
       cached &&
-      !isRevoked(cached, revoked, now) &&
+      !this.#damping.isRevoked(key, cached, revoked, this.#deps.clock.now()) &&
       (credentials === undefined || cached.credentialsVersion === credentials.version) &&
       isServable(cached, minTtl, now)
     ) {
@@ -56,12 +59,13 @@ export class DegradedMode {
     let token: Token;
     try {
       const minted = await mintToken(this.#deps, scope, credentials, nowMs + this.#leaseMs);
-      // With a report, mark the new token as a replacement, so the one-minute
-      // rule of revocation.ts damps the next reports on this instance as the
-      // shared record does across instances. Without the table this instance
+      // With a report, mark the new token as a replacement, known from now, so
+      // the one-minute rule of revocation.ts damps the next reports on this
+      // instance as it does with the table. Without the table this instance
       // cannot tell whether the report named the token others hold, so any
       // report that leads to a mint counts: it errs toward fewer mints.
       token = revoked === undefined ? minted : { ...minted, replacesRevoked: true };
+      this.#damping.note(key, token, this.#deps.clock.now());
     } catch (error) {
       this.#failures.set(key, failureOf(error, this.#deps.clock.now()));
       throw afterRecordedFailure(error, this.#backoffMs);

@@ -6,6 +6,7 @@ import type { MemoryTokenCache } from './memory-cache.js';
 import { mintToken } from './mint-token.js';
 import type { LeaseHolder, ProviderCredentials, RefreshFailure, Revision, Token } from './ports.js';
 import { afterRecordedFailure, failureOf } from './refresh-failure.js';
+import type { RevocationDamping } from './revocation.js';
 import {
   outcome,
   type TokenServiceDeps,
@@ -57,6 +58,7 @@ export class Leases {
   readonly #deps: TokenServiceDeps;
   readonly #l1: MemoryTokenCache;
   readonly #useMarks: UseMarks;
+  readonly #damping: RevocationDamping;
   readonly #leaseMs: number;
   readonly #failureBackoffMs: number;
   /** The end of this instance's last lease attempt: see end. */
@@ -65,12 +67,17 @@ export class Leases {
 
   constructor(
     deps: TokenServiceDeps,
-    memory: { readonly l1: MemoryTokenCache; readonly useMarks: UseMarks },
+    memory: {
+      readonly l1: MemoryTokenCache;
+      readonly useMarks: UseMarks;
+      readonly damping: RevocationDamping;
+    },
     config: { readonly leaseMs: number; readonly failureBackoffMs: number },
   ) {
     this.#deps = deps;
     this.#l1 = memory.l1;
     this.#useMarks = memory.useMarks;
+    this.#damping = memory.damping;
     this.#leaseMs = config.leaseMs;
     this.#failureBackoffMs = config.failureBackoffMs;
   }
@@ -168,6 +175,9 @@ export class Leases {
       const mintMs = Math.max(0, this.#deps.clock.now() - startedMs);
       this.#lastMintMs = mintMs;
       token = { ...minted, mintMs, ...(options.replacesRevoked ? { replacesRevoked: true } : {}) };
+      // This instance knows a replacement from its answer on: its damping
+      // counts from here, on this clock (revocation.ts), not from issued_at.
+      this.#damping.note(key, token, this.#deps.clock.now());
     } catch (error) {
       await this.release(lease, failureOf(error, this.#deps.clock.now()));
       if (servable && isServable(servable, minTtl, epochSeconds(this.#deps.clock))) {

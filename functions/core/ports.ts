@@ -45,8 +45,9 @@ export interface Token {
   readonly credentialsVersion: string;
   /**
    * Minted because a caller reported the token before it as revoked: such a
-   * token is not replaced again on a report until it is a minute old, so
-   * reports cause at most one mint a minute per scope across all instances.
+   * token is not replaced again on a report until the reading instance has
+   * known it for a minute by its own clock (revocation.ts), so reports cause
+   * at most one mint a minute per scope across all instances.
    */
   readonly replacesRevoked?: boolean;
   /**

@@ -16,7 +16,7 @@ import { MemoryTokenCache, SingleFlight } from './memory-cache.js';
 import { PollSchedule } from './poll-schedule.js';
 import type { LeaseHolder, ProviderCredentials, StoredItem, Token } from './ports.js';
 import { backoffOf, FailureBackoff, recentFailure } from './refresh-failure.js';
-import { isRevoked } from './revocation.js';
+import { RevocationDamping } from './revocation.js';
 import {
   outcome,
   type RefreshResult,
@@ -82,6 +82,8 @@ export class TokenService {
   readonly #firstLook: FirstLook;
   readonly #leases: Leases;
   readonly #sightings: LeaseSightings;
+  /** Which replacements of reported tokens this instance knows, and since when (revocation.ts). */
+  readonly #damping = new RevocationDamping();
 
   constructor(deps: TokenServiceDeps, config: TokenServiceConfig = {}) {
     this.#deps = deps;
@@ -95,14 +97,14 @@ export class TokenService {
     this.#backoff = new FailureBackoff(this.#failureBackoffMs);
     this.#sightings = new LeaseSightings(this.#leaseMs);
     this.#items = new ItemReader(deps, new VersionCheck(deps.credentials, deps.clock));
-    this.#degraded = new DegradedMode(deps, this.#l1, {
+    this.#degraded = new DegradedMode(deps, this.#l1, this.#damping, {
       leaseMs: this.#leaseMs,
       failureBackoffMs: this.#failureBackoffMs,
     });
     this.#useMarks = new UseMarks(deps.store, deps.logger);
     this.#leases = new Leases(
       deps,
-      { l1: this.#l1, useMarks: this.#useMarks },
+      { l1: this.#l1, useMarks: this.#useMarks, damping: this.#damping },
       { leaseMs: this.#leaseMs, failureBackoffMs: this.#failureBackoffMs },
     );
     this.#firstLook = new FirstLook(deps, {
@@ -139,7 +141,7 @@ export class TokenService {
     for (let joins = 0; ; ) {
       const credentials = await readCachedCredentials(this.#deps.credentials);
       const cached = this.#l1.get(key, this.#now());
-      if (cached && isRevoked(cached, revoked, this.#now())) this.#l1.delete(key);
+      if (cached && this.#revoked(key, cached, revoked)) this.#l1.delete(key);
       else if (cached && credentials && this.#fresh(cached, minTtl, credentials)) {
         return { token: cached, outcome: outcome('l1') };
       }
@@ -155,7 +157,7 @@ export class TokenService {
       if (!flight.joined) return refreshing ?? result;
       if (
         isServable(result.token, minTtl, this.#now()) &&
-        !isRevoked(result.token, revoked, this.#now())
+        !this.#revoked(key, result.token, revoked)
       ) {
         return result;
       }
@@ -180,6 +182,7 @@ export class TokenService {
     const item = await this.#deps.store.get(key);
     const seen = this.#sightings.observe(key, item, this.#deps.clock.now());
     const view = await this.#items.view(item, known);
+    this.#damping.note(key, view.token, this.#deps.clock.now());
     if (!view.canReplace || !view.credentials) throw credentialsUnavailable();
     const { dueWithinSeconds } = options;
     if (
@@ -262,8 +265,9 @@ export class TokenService {
     const seen = this.#sightings.observe(key, item, readAtMs);
     this.#useMarks.seen(key, item);
     const view = await this.#items.view(item, known);
+    this.#damping.note(key, view.token, readAtMs);
     // A token the caller reports as revoked is treated as absent: replaced under the lease.
-    const reported = view.token !== undefined && isRevoked(view.token, revoked, this.#now());
+    const reported = view.token !== undefined && this.#revoked(key, view.token, revoked);
     const token = reported ? undefined : view.token;
     if (
       token &&
@@ -375,10 +379,11 @@ export class TokenService {
       schedule.answeredIn(readAtMs - sentAtMs);
       this.#useMarks.seen(key, item);
       const view = await this.#items.view(item, credentials);
+      this.#damping.note(key, view.token, readAtMs);
       const servable =
         view.token &&
         isServable(view.token, minTtl, this.#now()) &&
-        !isRevoked(view.token, revoked, this.#now())
+        !this.#revoked(key, view.token, revoked)
           ? view.token
           : undefined;
       if (servable && view.canReplace) {
@@ -403,8 +408,7 @@ export class TokenService {
           return this.#leases.mintUnder(lease, scope, view.credentials, undefined, minTtl, {
             flags: { waited: true },
             forVend: true,
-            replacesRevoked:
-              view.token !== undefined && isRevoked(view.token, revoked, this.#now()),
+            replacesRevoked: view.token !== undefined && this.#revoked(key, view.token, revoked),
           });
         }
       }
@@ -417,6 +421,11 @@ export class TokenService {
 
   #now(): number {
     return epochSeconds(this.#deps.clock);
+  }
+
+  /** The caller reported `token` and the report may replace it now (revocation.ts). */
+  #revoked(key: string, token: Token, revoked: string | undefined): boolean {
+    return this.#damping.isRevoked(key, token, revoked, this.#deps.clock.now());
   }
 
   /** Fresh (freshness.ts) at `at` (default now) and minted with the current secret. */

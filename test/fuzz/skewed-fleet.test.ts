@@ -7,6 +7,7 @@
  */
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
+import { fingerprint } from '../../functions/core/fingerprint.js';
 import { simFleet } from '../support/sim-fleet.js';
 
 const SKEW_MS = 150_000;
@@ -79,5 +80,72 @@ it('clocks minutes apart, any min_ttl mix, dying holders: one mint per refresh i
       },
     ),
     { numRuns: 150 },
+  );
+});
+
+const reports = fc.record({
+  advanceSec: fc.integer({ min: 0, max: 90 }),
+  requests: fc.array(
+    fc.record({
+      instance: fc.nat(),
+      delayMs: fc.integer({ min: 0, max: 60_000 }),
+      // most callers report the token last served; some an older one, some none
+      reports: fc.constantFrom('latest', 'latest', 'latest', 'older', 'none'),
+    }),
+    { minLength: 1, maxLength: 30 },
+  ),
+});
+
+it("regression: revoked= damping compared the minter's issued_at with the reader's clock; with clocks minutes apart, reports from every instance replace a scope at most once a minute", async () => {
+  // A simulation found replacements 57.3 s apart with clocks 2.7 s apart. The
+  // damping now rests on each instance's own first sight of the replacement.
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(fc.integer({ min: -SKEW_MS, max: SKEW_MS }), { minLength: 2, maxLength: 6 }),
+      fc.array(reports, { minLength: 1, maxLength: 12 }),
+      fc.integer({ min: 1, max: 3000 }),
+      fc.nat(),
+      async (skews, bursts, mintMs, seed) => {
+        const random = seeded(seed);
+        const f = simFleet(skews, {
+          mintLatencyMs: () => 1 + random() * mintMs,
+          storeLatencyMs: () => 1 + random() * 30,
+          random,
+        });
+        const served: string[] = [];
+        const unexpected: string[] = [];
+        for (const b of bursts) {
+          f.time.advance(b.advanceSec * 1000);
+          await f.time.run(
+            Promise.all(
+              b.requests.map(async (r) => {
+                await f.time.sleep(r.delayMs);
+                const named =
+                  r.reports === 'latest'
+                    ? served.at(-1)
+                    : r.reports === 'older'
+                      ? served.at(-2)
+                      : undefined;
+                const instance = f.instances[r.instance % f.instances.length]!;
+                try {
+                  const got = await instance.getToken('ba_1', 300, named && fingerprint(named));
+                  if (served.at(-1) !== got.token.accessToken) served.push(got.token.accessToken);
+                } catch (e) {
+                  unexpected.push(String(e));
+                }
+              }),
+            ),
+          );
+        }
+        expect(unexpected).toEqual([]);
+        // Tokens live 7200 s and the run is shorter than their refresh-ahead
+        // window: every mint after the first replaces a reported token.
+        const mints = f.provider.mints;
+        for (let i = 2; i < mints.length; i++) {
+          expect(mints[i]!.sentAt - mints[i - 1]!.sentAt).toBeGreaterThanOrEqual(60_000);
+        }
+      },
+    ),
+    { numRuns: 100 },
   );
 });

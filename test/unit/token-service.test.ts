@@ -458,25 +458,55 @@ describe('TokenService', () => {
 
     it('regression: a caller reporting each new token to another of 50 instances makes at most one mint a minute, not one per instance', async () => {
       await t.a.getToken('ba_1', 300);
+      const instances = Array.from({ length: 50 }, (_, i) => t.instance(`i${i}`));
       let current = 'tok-1';
 
-      for (let i = 0; i < 50; i++) {
-        const result = await t.instance(`i${i}`).getToken('ba_1', 300, fingerprintOf(current));
+      for (const instance of instances) {
+        const result = await instance.getToken('ba_1', 300, fingerprintOf(current));
         current = result.token.accessToken;
       }
       t.clock.advance(REVOCATION_MIN_AGE_SECONDS);
-      const aMinuteLater = await t.instance('late').getToken('ba_1', 300, fingerprintOf(current));
+      const aMinuteLater = await instances[1]!.getToken('ba_1', 300, fingerprintOf(current));
 
       expect(current).toBe('tok-2');
       expect(aMinuteLater.token.accessToken).toBe('tok-3');
       expect(t.provider.state.mints).toBe(3);
     });
 
-    it('across instances whose clocks disagree by the tolerated 60 s, a looping caller gets at most one replacement more than one a minute, in all', async () => {
-      // The damping compares the replacement's issued_at (the minter's clock)
-      // with the reader's clock: a reader 60 s ahead may replace a fresh
-      // replacement at once, but each replacement then dates the next from
-      // that clock, so skew buys one early replacement, never a steady rate.
+    it('a report reaching an instance that has just met the replacement is damped for a minute from then, however old the replacement is', async () => {
+      // The age is how long the reading instance has known the token, by its
+      // own clock: a cold instance cannot tell a replacement's true age.
+      await t.a.getToken('ba_1', 300);
+      await t.a.getToken('ba_1', 300, fingerprintOf('tok-1')); // tok-2 replaces it
+      t.clock.advance(600);
+      const cold = t.instance('cold');
+
+      const atFirstSight = await cold.getToken('ba_1', 300, fingerprintOf('tok-2'));
+      t.clock.advance(REVOCATION_MIN_AGE_SECONDS - 1);
+      const aSecondShort = await cold.getToken('ba_1', 300, fingerprintOf('tok-2'));
+      t.clock.advance(1);
+      const aMinuteOn = await cold.getToken('ba_1', 300, fingerprintOf('tok-2'));
+
+      expect(atFirstSight.token.accessToken).toBe('tok-2');
+      expect(aSecondShort.token.accessToken).toBe('tok-2');
+      expect(aMinuteOn.token.accessToken).toBe('tok-3');
+      expect(t.provider.state.mints).toBe(3);
+    });
+
+    it('an instance that read a replacement earlier, for any caller, counts its minute from that read', async () => {
+      await t.a.getToken('ba_1', 300);
+      await t.a.getToken('ba_1', 300, fingerprintOf('tok-1')); // tok-2 replaces it
+      await t.b.getToken('ba_1', 300); // b reads tok-2 for a caller that reports nothing
+      t.clock.advance(REVOCATION_MIN_AGE_SECONDS);
+
+      const reported = await t.b.getToken('ba_1', 300, fingerprintOf('tok-2'));
+
+      expect(reported.token.accessToken).toBe('tok-3');
+    });
+
+    it('across instances whose clocks disagree by a minute, a looping caller gets at most one replacement a minute, in all', async () => {
+      // Each instance dates a replacement by its own first sight of it, never
+      // by the minter's issued_at, so no skew shortens the minute.
       const clocks = [-30_000, 30_000, 0].map((skewMs) => new SkewedClock(t.clock, skewMs));
       const instances = clocks.map((clock, i) =>
         t.instance(`skewed-${i}`, t.credentials, t.provider.mint, clock),
@@ -490,7 +520,35 @@ describe('TokenService', () => {
         t.clock.advance(5);
       }
 
-      expect(t.provider.state.mints - 1).toBeLessThanOrEqual(10 + 1);
+      expect(t.provider.state.mints - 1).toBeLessThanOrEqual(10);
+      expect(t.provider.state.mints - 1).toBeGreaterThanOrEqual(5);
+    });
+
+    it("regression: damping compared the minter's issued_at with a reader's clock, so a reader running 30 s ahead replaced a replacement 30 s old", async () => {
+      // A replacement's age, for damping, is how long the reading instance has
+      // itself known it (its own clock), never its issued_at against this clock.
+      const ahead = t.instance(
+        'ahead',
+        t.credentials,
+        t.provider.mint,
+        new SkewedClock(t.clock, 30_000),
+      );
+      await t.a.getToken('ba_1', 300);
+      await t.a.getToken('ba_1', 300, fingerprintOf('tok-1')); // tok-2 replaces it
+      const seen = await ahead.getToken('ba_1', 300); // ahead knows tok-2 from now on
+      t.clock.advance(30); // by ahead's clock, tok-2 was issued 60 s ago
+
+      const thirtySecondsIn = await ahead.getToken('ba_1', 300, fingerprintOf('tok-2'));
+      t.clock.advance(29);
+      const fiftyNineSecondsIn = await ahead.getToken('ba_1', 300, fingerprintOf('tok-2'));
+      t.clock.advance(1);
+      const aMinuteIn = await ahead.getToken('ba_1', 300, fingerprintOf('tok-2'));
+
+      expect(seen.token.accessToken).toBe('tok-2');
+      expect(thirtySecondsIn.token.accessToken).toBe('tok-2');
+      expect(fiftyNineSecondsIn.token.accessToken).toBe('tok-2');
+      expect(aMinuteIn.token.accessToken).toBe('tok-3');
+      expect(t.provider.state.mints).toBe(3);
     });
 
     it('a report naming another token uses up nothing: the real report that follows is honoured', async () => {
