@@ -18,10 +18,17 @@ const rfc3986 = (value: string): string =>
   );
 
 /**
- * A header value fetch sends as it is: visible ASCII, spaces and tabs inside
- * only. AWS access key ids, session tokens and SigV4's own headers are ASCII.
+ * A header value fetch sends: visible ASCII, spaces and tabs inside only.
+ * AWS access key ids, session tokens and SigV4's own headers are ASCII.
  */
 const HEADER_VALUE = /^[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?$/;
+
+/**
+ * What fetch strips from each end of a header value before sending it (HTTP
+ * whitespace, Fetch's "normalize"), as SigV4 trims it before signing: a
+ * session token read from a file with its line ending still signs and sends.
+ */
+const HTTP_WHITESPACE_ENDS = /^[\t\n\r ]+|[\t\n\r ]+$/g;
 
 /** Signs requests for a Function URL with AWS Signature Version 4, service `lambda`. */
 export class VendRequestSigner {
@@ -67,7 +74,8 @@ export class VendRequestSigner {
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(signed.headers)) {
       if (name.toLowerCase() === 'host') continue;
-      if (!HEADER_VALUE.test(value)) {
+      const sent = value.replace(HTTP_WHITESPACE_ENDS, '');
+      if (!HEADER_VALUE.test(sent)) {
         // fetch would refuse it with an error quoting the whole value (undici's
         // 'Headers.append: "AWS4-HMAC-SHA256 Credential=..." is an invalid
         // header value'): the Authorization header, or the session token.
@@ -78,7 +86,7 @@ export class VendRequestSigner {
           { status: 0 },
         );
       }
-      headers[name] = value;
+      headers[name] = sent;
     }
     return { url: `${base.origin}${fullPath}${wire ? `?${wire}` : ''}`, headers };
   }

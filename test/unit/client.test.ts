@@ -200,8 +200,8 @@ describe('signing', () => {
   });
 
   it.each([
-    ['a session token ending in a line break', { sessionToken: 'sessionTokenNeverInErrors0123\n' }],
     ['an access key id holding a carriage return', { accessKeyId: 'AKIAUNITTEST0000\r0001' }],
+    ['a session token holding a line break', { sessionToken: 'sessionTokenNeverInErrors\n0123' }],
   ])(
     'regression: credentials with %s are refused before any header is built from them, quoting neither them nor the Authorization header',
     async (_, broken) => {
@@ -225,6 +225,40 @@ describe('signing', () => {
       expect(text).not.toContain('AWS4-HMAC-SHA256');
       expect(text).not.toContain('sessionTokenNeverInErrors');
       expect(text).not.toContain('AKIAUNITTEST0000');
+    },
+  );
+});
+
+describe('signing with credentials read from a file with line endings', () => {
+  it.each([
+    ['a line feed', '\n'],
+    ['a carriage return and line feed (a CRLF .env)', '\r\n'],
+  ])(
+    'a session token ending in %s is sent as fetch sends it (trimmed) and its signature verifies',
+    async (_, ending) => {
+      const clock = fakeClock(Date.now());
+      const { fetch, sent } = scriptedFetch(tokenAnswer(clock));
+      const identity = { ...IDENTITY, sessionToken: 'session-token-from-a-file' };
+
+      const token = await client(fetch, clock, {
+        credentials: { ...identity, sessionToken: `${identity.sessionToken}${ending}` },
+      }).getToken();
+
+      expect(token.accessToken).toBe(SECRET_TOKEN);
+      const [request] = sent as [Sent];
+      expect(request.headers['x-amz-security-token']).toBe(identity.sessionToken);
+      const url = new URL(request.url);
+      const verdict = verifySigV4(
+        {
+          method: 'GET',
+          path: url.pathname,
+          rawQueryString: url.search.slice(1),
+          headers: { ...request.headers, host: url.host },
+          body: new Uint8Array(),
+        },
+        { identities: [identity], region: 'eu-west-1', now: Date.now() },
+      );
+      expect(verdict).toMatchObject({ ok: true });
     },
   );
 });
