@@ -74,8 +74,9 @@ export function tokenStatus(
 ): TokenStatus {
   const now = Math.floor(nowMs / 1000);
   const { token } = item;
-  // Held as `refresh` sees it: until its end, on the holder's clock, is past
-  // by more than clocks may disagree (lease-watch.ts); until then refresh is busy.
+  // Shown held until its end, on the holder's clock, is past by more than
+  // clocks may disagree. A display only: `refresh` takes a lease over once
+  // its own instance has watched it unchanged for a lease period (lease-watch.ts).
   const leaseHeld = item.leaseUntil !== undefined && item.leaseUntil >= nowMs - MAX_CLOCK_SKEW_MS;
   return defined({
     scope: scopeLabel(item.pk),
