@@ -28,7 +28,7 @@ if [ -n "${AWS_SESSION_TOKEN:-}" ]; then
 fi
 
 # --retry 2: a 503 or 429 (and 408, 500, 502, 504) is retried after its Retry-After.
-exec curl -s --fail-with-body --retry 2 \
+exec curl -s --fail-with-body --max-time 35 --retry 2 \
   --aws-sigv4 "aws:amz:${region:-${AWS_REGION:-us-east-1}}:lambda" \
   --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" "$@" \
   "$url/token?$query"

@@ -42,6 +42,9 @@ const (
 	maxWait    = 10 * time.Second // a longer Retry-After is not waited for: the error is returned
 )
 
+// httpClient gives up on an answer after 35 s: the vend function's own timeout is 30 s.
+var httpClient = &http.Client{Timeout: 35 * time.Second}
+
 // emptyBodyHash is the SHA-256 of the empty GET body, which SigV4 signs.
 var emptyBodyHash = func() string { h := sha256.Sum256(nil); return hex.EncodeToString(h[:]) }()
 
@@ -81,7 +84,7 @@ func VendToken(ctx context.Context, baseURL, scope string, minTTL int, cfg aws.C
 		if err := v4.NewSigner().SignHTTP(ctx, creds, req, emptyBodyHash, "lambda", region, time.Now()); err != nil {
 			return nil, err
 		}
-		res, err := http.DefaultClient.Do(req)
+		res, err := httpClient.Do(req)
 		if err != nil {
 			return nil, err
 		}

@@ -5,6 +5,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
+import java.time.Duration;
 import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
@@ -100,6 +101,8 @@ public final class Vend {
     String signature = hex(hmac(key, stringToSign));
 
     HttpRequest.Builder request = HttpRequest.newBuilder(uri).GET()
+        // The vend function's own timeout is 30 s.
+        .timeout(Duration.ofSeconds(35))
         .header("x-amz-date", amzDate)
         .header("authorization", "AWS4-HMAC-SHA256 Credential=" + accessKeyId + "/" + scopeOfKey
             + ", SignedHeaders=" + signedHeaders + ", Signature=" + signature);
@@ -108,7 +111,8 @@ public final class Vend {
     return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofString());
   }
 
-  private static final HttpClient HTTP = HttpClient.newHttpClient();
+  private static final HttpClient HTTP =
+      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
   /** RFC 3986: everything but A-Z a-z 0-9 - _ . ~ percent-encoded. */
   static String encode(String value) {
