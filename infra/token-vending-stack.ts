@@ -106,8 +106,8 @@ export class TokenVendingStack extends Stack {
       vend: this.vend.fn,
       others: [
         { fn: this.refresh.fn },
-        { fn: this.keyIssuing.fn, invalidEvents: 'issue-keys' },
-        { fn: this.admin.fn, invalidEvents: 'admin' },
+        { fn: this.keyIssuing.fn, excusing: 'issue-keys' },
+        { fn: this.admin.fn, excusing: 'admin' },
         {
           fn: this.policy.validator,
           // functions/policy-validator/handler.ts: refusing is throwing.

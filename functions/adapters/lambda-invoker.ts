@@ -1,14 +1,15 @@
 import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
-import { AdminError } from '../admin/admin-event.js';
+import { AdminError, InvokedFunctionError } from '../admin/admin-event.js';
 
 /** A function error's message starts with its code (`feature_not_enabled: ...`), by our convention. */
 const CODE = /^([a-z][a-z_]{2,40}):/;
 
 /**
  * Invokes another of our functions synchronously and returns its result. A
- * function error becomes an AdminError with the code its message starts
- * with (else `function_error`), so the caller sees e.g. `feature_not_enabled`;
- * an SDK failure becomes `invoke_failed`.
+ * function error becomes an InvokedFunctionError (an AdminError) with the code
+ * its message starts with (else `function_error`), so the caller sees e.g.
+ * `feature_not_enabled`, and the invoked function's own alarms judge it; an
+ * SDK failure (the admin could not invoke it) becomes `invoke_failed`.
  */
 export class LambdaInvoker {
   readonly #client: LambdaClient;
@@ -39,7 +40,8 @@ export class LambdaInvoker {
     if (functionError !== undefined) {
       const message = errorMessage(text) ?? functionError;
       const code = CODE.exec(message)?.[1];
-      throw new AdminError(
+      throw new InvokedFunctionError(
+        functionName,
         code ?? 'function_error',
         code ? message.slice(code.length + 1).trim() : message,
       );

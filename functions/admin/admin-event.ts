@@ -49,6 +49,20 @@ export class AdminError extends Error {
 }
 
 /**
+ * An action another of our functions (refresh, issue-keys) failed, with the
+ * code it failed with. That function's own Errors metric and alarms judge the
+ * failure, so the admin counts it as `InvokedFunctionFailures` and its
+ * admin-errors alarm leaves it out: one fault, one page.
+ */
+export class InvokedFunctionError extends AdminError {
+  readonly functionName: string;
+  constructor(functionName: string, code: string, detail: string) {
+    super(code, detail);
+    this.functionName = functionName;
+  }
+}
+
+/**
  * An error with a machine-readable code as an admin error with that code, so
  * the message starts with it: a vend-path error (a vend API code), a cache
  * that failed (`store_unavailable`, `sealer_unavailable`), or the key-issuing

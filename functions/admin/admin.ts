@@ -7,7 +7,13 @@ import type { ClearPendingKeyResult } from '../issue-keys/clear-pending-key.js';
 import type { KeyIssuingResult } from '../issue-keys/errors.js';
 import type { ClearPendingKeyRequest } from '../issue-keys/event.js';
 import type { KeyJobSummaries } from '../issue-keys/ports.js';
-import { AdminError, asAdminError, assertConfiguredScope, parseAdminEvent } from './admin-event.js';
+import {
+  AdminError,
+  asAdminError,
+  assertConfiguredScope,
+  InvokedFunctionError,
+  parseAdminEvent,
+} from './admin-event.js';
 import { keyJobStatus, policyStatus, type StatusReport, tokenStatus } from './status.js';
 
 /** What a forced refresh of one scope answers. */
@@ -43,12 +49,17 @@ export interface AdminDeps {
   readonly clock: Clock;
   readonly logger: CoreLogger;
   /**
-   * Counts an event refused as `invalid_request` (a mistyped console event):
-   * the `InvalidEvents` metric, which the admin-errors alarm subtracts, so an
-   * operator's typo does not page on-call.
+   * Counts the failed actions the admin-errors alarm subtracts:
+   * `InvalidEvents`, an event refused as `invalid_request` (a mistyped console
+   * event: an operator's typo does not page on-call), and
+   * `InvokedFunctionFailures`, an action the invoked refresh or issue-keys
+   * function failed (its own alarms judge it: one fault, one page).
    */
-  readonly count?: (metric: 'InvalidEvents') => void;
+  readonly count?: (metric: AdminMetric) => void;
 }
+
+/** What the admin counts (Powertools Metrics, service `admin`). */
+export type AdminMetric = 'InvalidEvents' | 'InvokedFunctionFailures';
 
 /** Scopes whose cached token was removed, and those that had none to remove. */
 export interface InvalidateReport {
@@ -150,7 +161,9 @@ export function createAdmin(
     try {
       return await dispatch(raw, invocation);
     } catch (error) {
-      if (error instanceof AdminError && error.code === 'invalid_request') {
+      if (error instanceof InvokedFunctionError) {
+        deps.count?.('InvokedFunctionFailures');
+      } else if (error instanceof AdminError && error.code === 'invalid_request') {
         deps.count?.('InvalidEvents');
       }
       throw error;

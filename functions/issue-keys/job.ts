@@ -9,7 +9,11 @@ import { type Clock, systemClock } from '../core/clock.js';
 import type { Sealer } from '../core/ports.js';
 import type { CoreLogger } from '../core/token-service-types.js';
 import { type ClearPendingKeyResult, clearPendingKey } from './clear-pending-key.js';
-import { KeyIssuingFailedError, type KeyIssuingResult } from './errors.js';
+import {
+  KeyIssuingFailedError,
+  type KeyIssuingResult,
+  PendingKeyNotClearedError,
+} from './errors.js';
 import { parseClearPendingKeyEvent, parseKeyIssuingEvent } from './event.js';
 import { type IdOutcome, issueForId } from './issue-for-id.js';
 import type { KeysRequestConfig } from './keys-request.js';
@@ -240,17 +244,27 @@ export function createKeyIssuingJob(
       ...rest,
       ...(forceId === undefined ? {} : { forceId }),
     });
-    if (result.failed.length > 0) throw new KeyIssuingFailedError(result);
+    if (result.failed.length > 0) {
+      // key-issuing-failures pages for these ids; the failed invocation is for
+      // the schedule's retries and dead-letter queue, and pages nobody again.
+      count('KeyIssuingRunsFailed');
+      throw new KeyIssuingFailedError(result);
+    }
     return result;
   }
 
   return {
     run,
     handle,
-    clearPendingKey: async (event) =>
-      clearPendingKey(
-        { store: deps.store, clock, logger },
-        validated(parseClearPendingKeyEvent, event),
-      ),
+    clearPendingKey: async (event) => {
+      const request = validated(parseClearPendingKeyEvent, event);
+      try {
+        return await clearPendingKey({ store: deps.store, clock, logger }, request);
+      } catch (error) {
+        // The operator's answer (nothing to clear, or not now), not an outage.
+        if (error instanceof PendingKeyNotClearedError) count('RefusedRequests');
+        throw error;
+      }
+    },
   };
 }

@@ -198,7 +198,19 @@ export interface UnscopedTokenSource {
 /** Counters the job reports (Powertools Metrics behind it in Lambda). */
 export type KeyJobMetric =
   | 'KeyIssuingRuns'
+  /**
+   * A run that failed its invocation because one or more ids failed: the
+   * key-issuing-failures alarm pages for those ids (`KeyIssuingFailures`), so
+   * the issue-keys-errors alarm leaves such invocations out.
+   */
+  | 'KeyIssuingRunsFailed'
   | 'InvalidEvents'
+  /**
+   * A clear-pending-key the job refused (`no_pending_key`,
+   * `answer_awaiting_store`, `job_in_progress`): an answer to the operator
+   * who asked, not an outage, so the issue-keys-errors alarm leaves it out.
+   */
+  | 'RefusedRequests'
   | 'KeysIssued'
   | 'KeysRecovered'
   | 'KeysSkipped'

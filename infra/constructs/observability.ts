@@ -69,6 +69,63 @@ export const vendInternalErrorsMetric = (period?: Duration): cloudwatch.Metric =
     ...(period === undefined ? {} : { period }),
   });
 
+/** The functions that count failed invocations another signal owns. */
+export type ExcusingService = 'admin' | 'issue-keys';
+
+/**
+ * Failed invocations a function counts because they are no fault of its own
+ * to page for: each metric, its id in an alarm's expression, and what it is.
+ */
+export const EXCUSED = {
+  InvalidEvents: { id: 'invalid', says: 'events refused as invalid_request' },
+  RefusedRequests: {
+    id: 'refused',
+    says: 'clear-pending-key requests it refused (no_pending_key, answer_awaiting_store, job_in_progress)',
+  },
+  KeyIssuingRunsFailed: {
+    id: 'failedids',
+    says: 'runs failed for ids that key-issuing-failures pages for',
+  },
+  InvokedFunctionFailures: {
+    id: 'invoked',
+    says: 'actions the invoked refresh or issue-keys function failed (its own alarms page)',
+  },
+} as const;
+export type ExcusedMetric = keyof typeof EXCUSED;
+
+/**
+ * What each paging errors alarm leaves out, so one fault pages once and an
+ * operator's refused request pages nobody: a mistyped event; a
+ * clear-pending-key the job refused; a key-issuing run that failed for ids
+ * (key-issuing-failures pages); an action the admin forwarded that the
+ * invoked function failed (that function's alarms page).
+ */
+export const EXCUSED_FAILURES: Record<ExcusingService, readonly ExcusedMetric[]> = {
+  admin: ['InvalidEvents', 'InvokedFunctionFailures'],
+  'issue-keys': ['InvalidEvents', 'RefusedRequests', 'KeyIssuingRunsFailed'],
+};
+
+/** A function's Errors less the `excused` failed invocations it counted. */
+export function errorsLess(
+  errors: cloudwatch.IMetric,
+  service: ExcusingService,
+  excused: readonly ExcusedMetric[],
+  period: Duration,
+  label: string,
+): cloudwatch.MathExpression {
+  return new cloudwatch.MathExpression({
+    expression: ['FILL(errors, 0)', ...excused.map((m) => `FILL(${EXCUSED[m].id}, 0)`)].join(' - '),
+    usingMetrics: {
+      errors,
+      ...Object.fromEntries(
+        excused.map((m) => [EXCUSED[m].id, powertoolsMetric(m, service, { period })]),
+      ),
+    },
+    period,
+    label: `${label}, less ${excused.map((m) => EXCUSED[m].id).join(', ')}`,
+  });
+}
+
 /**
  * A Lambda metric of a function (AWS/Lambda, dimension FunctionName: every
  * version and alias, the Function URL's included) by the function's literal
@@ -258,22 +315,17 @@ export class Observability extends Construct {
     for (const fn of functions) {
       const short = fn.functionName.slice(prefix.length + 1);
       const errors = fn.function.metricErrors({ period: PERIOD, statistic: 'Sum' });
-      // Admin and issue-keys count an event they refuse as malformed
-      // (`InvalidEvents`): an operator's typo fails the call but pages nobody.
-      const service = short === 'admin' || short === 'issue-keys' ? short : undefined;
+      // Admin and issue-keys count the failed invocations another alarm pages
+      // for, or that answer an operator's own mistake (EXCUSED_FAILURES).
+      const excused = short === 'admin' || short === 'issue-keys' ? EXCUSED_FAILURES[short] : [];
       add(
         `${short}-errors`,
-        service === undefined
+        excused.length === 0
           ? `${fn.functionName} failed an invocation (threw, timed out or could not start).`
-          : `${fn.functionName} failed an invocation (threw, timed out or could not start), not counting events refused as invalid_request.`,
-        service === undefined
+          : `${fn.functionName} failed an invocation (threw, timed out or could not start), not counting ${excused.map((m) => EXCUSED[m].says).join(', ')}.`,
+        excused.length === 0
           ? errors
-          : new cloudwatch.MathExpression({
-              expression: 'FILL(errors, 0) - FILL(invalid, 0)',
-              usingMetrics: { errors, invalid: metric('InvalidEvents', service) },
-              period: PERIOD,
-              label: `${short} errors, less invalid events`,
-            }),
+          : errorsLess(errors, short as ExcusingService, excused, PERIOD, `${short} errors`),
         1,
       );
       add(
@@ -434,10 +486,10 @@ export class Observability extends Construct {
         metric('KeysSkipped', 'issue-keys', { label: 'skipped' }),
         metric('KeysRecovered', 'issue-keys', { label: 'stored from a sealed copy' }),
         metric('KeyIssuingFailures', 'issue-keys', { label: 'failed' }),
+        metric('KeyIssuingRunsFailed', 'issue-keys', { label: 'runs failed for ids' }),
         metric('KeysEndpointRequests', 'issue-keys', { label: 'keys endpoint requests' }),
         metric('KeysEndpointErrors', 'issue-keys', { label: 'keys endpoint errors' }),
         metric('KeyStoreFailures', 'issue-keys', { label: 'secret store failures' }),
-        metric('InvalidEvents', 'issue-keys', { label: 'invalid events' }),
       ]),
     );
     this.dashboard.addWidgets(
@@ -446,9 +498,14 @@ export class Observability extends Construct {
         lambdaMetric(props.vend, 'Url4xxCount', '4xx'),
         lambdaMetric(props.vend, 'Url5xxCount', '5xx'),
       ]),
-      graph('Invalid events', [
-        metric('InvalidEvents', 'admin', { label: 'admin' }),
-        metric('InvalidEvents', 'issue-keys', { label: 'issue-keys' }),
+      // The failed invocations the errors alarms leave out (EXCUSED_FAILURES).
+      graph('Refused events, forwarded failures', [
+        metric('InvalidEvents', 'admin', { label: 'invalid (admin)' }),
+        metric('InvalidEvents', 'issue-keys', { label: 'invalid (issue-keys)' }),
+        metric('RefusedRequests', 'issue-keys', { label: 'clear-pending-key refused' }),
+        metric('InvokedFunctionFailures', 'admin', {
+          label: 'admin actions the invoked function failed',
+        }),
       ]),
       graph('Access policy', [
         policySum('PolicyRejected', 'rejected', 'versions rejected'),

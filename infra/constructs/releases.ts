@@ -5,8 +5,27 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
 import { acknowledgeWildcardResource } from '../nag.js';
 import type { VendDeployment } from '../stage-release.js';
-import { powertoolsMetric, vendInternalErrorsMetric } from './observability.js';
+import {
+  EXCUSED,
+  EXCUSED_FAILURES,
+  type ExcusedMetric,
+  type ExcusingService,
+  errorsLess,
+  powertoolsMetric,
+  vendInternalErrorsMetric,
+} from './observability.js';
 import type { TokenVendingFunction } from './token-vending-function.js';
+
+/**
+ * The failed invocations a release alarm leaves out: what the paging alarms
+ * leave out (EXCUSED_FAILURES), except a key-issuing run failed for ids,
+ * which a broken release can cause (rolling back costs nothing), while a
+ * refused request or the invoked function's failure it cannot.
+ */
+export const RELEASE_EXCUSED: Record<ExcusingService, readonly ExcusedMetric[]> = {
+  admin: EXCUSED_FAILURES.admin,
+  'issue-keys': EXCUSED_FAILURES['issue-keys'].filter((m) => m !== 'KeyIssuingRunsFailed'),
+};
 
 const CONFIGS: Record<VendDeployment, codedeploy.ILambdaDeploymentConfig> = {
   Canary10Percent5Minutes: codedeploy.LambdaDeploymentConfig.CANARY_10PERCENT_5MINUTES,
@@ -25,12 +44,13 @@ export interface ReleasesProps {
   readonly vend: TokenVendingFunction;
   /**
    * The other functions, each rolled back by an errors alarm of its own
-   * release. `invalidEvents`: the Powertools service whose `InvalidEvents`
-   * (events refused as malformed: an operator's typo) the alarm leaves out.
+   * release. `excusing`: the Powertools service whose RELEASE_EXCUSED
+   * failures (an operator's typo or refused request, another function's
+   * failure) the alarm leaves out.
    */
   readonly others: ReadonlyArray<{
     fn: TokenVendingFunction;
-    invalidEvents?: 'admin' | 'issue-keys';
+    excusing?: ExcusingService;
     /** Said in the alarm's description after what it counts. */
     note?: string;
   }>;
@@ -196,31 +216,24 @@ export class Releases extends Construct {
     this.vendGroup = group('Vend', props.vend, CONFIGS[props.vendDeployment], this.vendAlarms);
     // One minute, one failed invocation: an AllAtOnce shift takes seconds,
     // and CodeDeploy reads the alarms only while it runs.
-    for (const { fn, invalidEvents, note } of props.others) {
+    for (const { fn, excusing, note } of props.others) {
       const short = fn.functionName.slice(prefix.length + 1);
       const errors = liveMetric(fn, 'Errors', 'Sum');
+      const excused = excusing === undefined ? [] : RELEASE_EXCUSED[excusing];
       const alarm = releaseAlarm(
         `${short}-release-errors`,
         [
           `An invocation of ${fn.liveName} failed`,
-          invalidEvents === undefined ? '' : ', not counting events refused as invalid_request',
+          excused.length === 0
+            ? ''
+            : `, not counting ${excused.map((m) => EXCUSED[m].says).join(', ')}`,
           note === undefined ? '.' : ` (${note}).`,
         ].join(''),
         {
           metric:
-            invalidEvents === undefined
+            excusing === undefined
               ? errors
-              : new cloudwatch.MathExpression({
-                  expression: 'FILL(errors, 0) - FILL(invalid, 0)',
-                  usingMetrics: {
-                    errors,
-                    invalid: powertoolsMetric('InvalidEvents', invalidEvents, {
-                      period: Duration.minutes(1),
-                    }),
-                  },
-                  period: Duration.minutes(1),
-                  label: `${short} errors, less invalid events`,
-                }),
+              : errorsLess(errors, excusing, excused, Duration.minutes(1), `${short} errors`),
           threshold: 1,
           evaluationPeriods: 1,
         },

@@ -215,17 +215,24 @@ describe('releases', () => {
       });
       expect(alarm).not.toHaveProperty('AlarmActions');
     }
-    // Admin and issue-keys leave out events refused as malformed, as their paging alarms do.
-    for (const [name, service] of [
-      [ADMIN, 'admin'],
-      [ISSUE_KEYS, 'issue-keys'],
+    // Admin and issue-keys leave out an operator's refused events and, for the
+    // admin, the invoked function's failures (its own release alarm judges
+    // them); a key run failed for ids still rolls issue-keys back.
+    for (const [name, service, excused] of [
+      [ADMIN, 'admin', { invalid: 'InvalidEvents', invoked: 'InvokedFunctionFailures' }],
+      [ISSUE_KEYS, 'issue-keys', { invalid: 'InvalidEvents', refused: 'RefusedRequests' }],
     ] as const) {
       const alarm = props(`${service}-release-errors`);
       expect(alarm).toMatchObject({ Threshold: 1, EvaluationPeriods: 1 });
       expect(alarm).not.toHaveProperty('AlarmActions');
       expect(alarm.Metrics).toEqual(
         expect.arrayContaining([
-          expect.objectContaining({ Expression: 'FILL(errors, 0) - FILL(invalid, 0)' }),
+          expect.objectContaining({
+            Expression: [
+              'FILL(errors, 0)',
+              ...Object.keys(excused).map((id) => `FILL(${id}, 0)`),
+            ].join(' - '),
+          }),
           expect.objectContaining({
             Id: 'errors',
             MetricStat: expect.objectContaining({
@@ -234,17 +241,19 @@ describe('releases', () => {
               Stat: 'Sum',
             }),
           }),
-          expect.objectContaining({
-            Id: 'invalid',
-            MetricStat: expect.objectContaining({
-              Metric: {
-                Namespace: 'TokenVending',
-                MetricName: 'InvalidEvents',
-                Dimensions: [{ Name: 'service', Value: service }],
-              },
-              Period: 60,
+          ...Object.entries(excused).map(([id, metricName]) =>
+            expect.objectContaining({
+              Id: id,
+              MetricStat: expect.objectContaining({
+                Metric: {
+                  Namespace: 'TokenVending',
+                  MetricName: metricName,
+                  Dimensions: [{ Name: 'service', Value: service }],
+                },
+                Period: 60,
+              }),
             }),
-          }),
+          ),
         ]),
       );
     }

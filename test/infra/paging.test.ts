@@ -1,0 +1,273 @@
+/**
+ * Which paging alarms one fault fires: the functions' real code runs with the
+ * real Powertools Metrics, its EMF output is captured (test/support/emf.ts),
+ * and every paging alarm of the synthesized template is evaluated over those
+ * metrics and Lambda's Errors of the invocations that failed. One fault, one
+ * page; an operator's refused request, none.
+ */
+
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { InvokeCommand, type InvokeCommandOutput, LambdaClient } from '@aws-sdk/client-lambda';
+import type { Template } from 'aws-cdk-lib/assertions';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { LambdaInvoker } from '../../functions/adapters/lambda-invoker.js';
+import { createAdmin } from '../../functions/admin/admin.js';
+import { AccessPolicy } from '../../functions/core/access-policy.js';
+import { systemClock } from '../../functions/core/clock.js';
+import { fixedPolicy } from '../../functions/core/policy-source.js';
+import type { ClearPendingKeyResult } from '../../functions/issue-keys/clear-pending-key.js';
+import type { KeyIssuingResult } from '../../functions/issue-keys/errors.js';
+import { createKeyIssuingJob } from '../../functions/issue-keys/job.js';
+import { emittedMetrics, type MetricIdentity, sameMetric, watchedMetric } from '../support/emf.js';
+import { ADMIN, functionId, ISSUE_KEYS, synth } from '../support/infra.js';
+
+const lambda = mockClient(LambdaClient);
+const saved = process.env.POWERTOOLS_METRICS_DISABLED;
+beforeAll(() => {
+  // vitest sets it; the point here is what the functions really emit.
+  process.env.POWERTOOLS_METRICS_DISABLED = 'false';
+});
+afterAll(() => {
+  if (saved === undefined) delete process.env.POWERTOOLS_METRICS_DISABLED;
+  else process.env.POWERTOOLS_METRICS_DISABLED = saved;
+});
+beforeEach(() => lambda.reset());
+
+const quiet = { info: () => {}, warn: () => {}, error: () => {} };
+const noop = () => {
+  throw new Error('not used');
+};
+
+/** One failed invocation: what its function emitted and the error Lambda returned. */
+interface Failed {
+  readonly emitted: MetricIdentity[];
+  readonly error: Error;
+}
+
+/** Runs `act` as the handler does (publishing in `finally`), capturing the EMF and the error. */
+async function invocation(metrics: Metrics, act: () => Promise<unknown>): Promise<Failed> {
+  let error: unknown;
+  const emitted = await emittedMetrics(async () => {
+    try {
+      await act();
+    } catch (e) {
+      error = e;
+    } finally {
+      if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
+    }
+  });
+  expect(error).toBeInstanceOf(Error);
+  return { emitted, error: error as Error };
+}
+
+/** The issue-keys function's job (functions/issue-keys/handler.ts wiring), on stubs. */
+function issueKeys(store: Record<string, unknown> = {}) {
+  const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'issue-keys' });
+  const job = createKeyIssuingJob(
+    {
+      store: store as never,
+      vault: {} as never,
+      sealer: {} as never,
+      tokens: {} as never,
+      logger: quiet,
+      count: (metric) => metrics.addMetric(metric, MetricUnit.Count, 1),
+    },
+    { providerBaseUrl: 'https://provider.invalid', businessApplicationIds: ['ba_1'] },
+  );
+  return { job, metrics };
+}
+
+/** The admin function (functions/admin/handler.ts wiring), invoking issue-keys through Lambda. */
+function admin() {
+  const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'admin' });
+  const invoker = new LambdaInvoker(new LambdaClient({}));
+  const run = createAdmin({
+    store: { list: async () => [], delete: async () => false },
+    jobs: { list: async () => [] },
+    refresh: noop,
+    issueKeys: (event) => invoker.invoke<KeyIssuingResult>(ISSUE_KEYS, event),
+    clearPendingKey: (request) =>
+      invoker.invoke<ClearPendingKeyResult>(ISSUE_KEYS, {
+        action: 'clear-pending-key',
+        ...request,
+      }),
+    policy: fixedPolicy(AccessPolicy.parse('{"scopes":[],"grants":[]}')),
+    inUseWindowSeconds: 3600,
+    clock: systemClock,
+    logger: quiet,
+    count: (metric) => metrics.addMetric(metric, MetricUnit.Count, 1),
+  });
+  return { run, metrics };
+}
+
+/** Lambda answers the admin's invoke with the function error issue-keys failed with. */
+function issueKeysFailsWith(error: Error): void {
+  lambda.on(InvokeCommand).resolves({
+    StatusCode: 200,
+    FunctionError: 'Unhandled',
+    Payload: new TextEncoder().encode(
+      JSON.stringify({ errorType: error.name, errorMessage: error.message }),
+    ) as unknown as InvokeCommandOutput['Payload'],
+  });
+}
+
+interface AlarmProps {
+  AlarmName: string;
+  Threshold: number;
+  MetricName?: string;
+  Namespace?: string;
+  Dimensions?: Array<{ Name: string; Value: unknown }>;
+  Metrics?: Array<{
+    Id: string;
+    Expression?: string;
+    MetricStat?: { Metric: Parameters<typeof watchedMetric>[0] };
+  }>;
+}
+
+/**
+ * The paging alarms (not the release or policy watches) that fire on one
+ * period holding `emitted` and Lambda's `errors` (by function logical id).
+ */
+function firing(
+  template: Template,
+  emitted: MetricIdentity[],
+  errors: Record<string, number>,
+): string[] {
+  const value = (metric: Parameters<typeof watchedMetric>[0]): number | undefined => {
+    const identity = watchedMetric(metric);
+    if (identity.namespace === 'AWS/Lambda') {
+      const ref = (identity.dimensions.FunctionName as unknown as { Ref?: string }).Ref;
+      return identity.name === 'Errors' && ref !== undefined ? errors[ref] : undefined;
+    }
+    const n = emitted.filter((m) => sameMetric(m, identity)).length;
+    return n === 0 ? undefined : n;
+  };
+  const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'))
+    .map((a) => a.Properties as AlarmProps)
+    .filter((a) => !/-release-|-policy-watch-/.test(a.AlarmName));
+  return alarms
+    .filter((alarm) => {
+      let seen: number | undefined;
+      if (alarm.MetricName !== undefined) {
+        seen = value(alarm as never);
+      } else {
+        const ids = new Map(
+          (alarm.Metrics ?? [])
+            .filter((m) => m.MetricStat)
+            .map((m) => [m.Id, value(m.MetricStat?.Metric as never)]),
+        );
+        const expression = (alarm.Metrics ?? []).find((m) => m.Expression)?.Expression ?? '';
+        // Every paging expression is a sum or difference of FILL(id, 0) terms.
+        const terms = [...expression.matchAll(/([+-]?)\s*FILL\((\w+), 0\)/g)];
+        expect(terms.length, expression).toBeGreaterThan(0);
+        seen = terms.reduce(
+          (sum, [, sign, id]) => sum + (sign === '-' ? -1 : 1) * (ids.get(id as string) ?? 0),
+          0,
+        );
+      }
+      // Missing data is not breaching.
+      return seen !== undefined && seen >= alarm.Threshold;
+    })
+    .map((a) => a.AlarmName.replace('token-vending-example-', ''))
+    .sort();
+}
+
+describe('one fault, one page', () => {
+  let template: Template;
+  beforeAll(() => {
+    template = synth().template;
+  });
+
+  it('a failed issue-keys run pages once: key-issuing-failures, not issue-keys-errors too', async () => {
+    const keys = issueKeys();
+
+    // An id the run could not take (out of time before it): the run fails after every id.
+    const run = await invocation(keys.metrics, () =>
+      keys.job.handle({ businessApplicationIds: ['ba_1'] }, { deadlineMs: 0 }),
+    );
+
+    expect(run.error.message).toMatch(/^key_issuing_failed: .*ba_1 \(not_attempted\)/);
+    expect(firing(template, run.emitted, { [functionId(template, ISSUE_KEYS)]: 1 })).toEqual([
+      'key-issuing-failures',
+    ]);
+  });
+
+  it('a failed issue-keys sent through the admin pages once: not admin-errors too', async () => {
+    const keys = issueKeys();
+    const run = await invocation(keys.metrics, () =>
+      keys.job.handle({ businessApplicationIds: ['ba_1'] }, { deadlineMs: 0 }),
+    );
+    issueKeysFailsWith(run.error);
+    const a = admin();
+
+    const forwarded = await invocation(a.metrics, () =>
+      a.run({ action: 'issue-keys', businessApplicationIds: ['ba_1'] }),
+    );
+
+    expect(forwarded.error.message).toMatch(/^key_issuing_failed: /);
+    expect(
+      firing(template, [...run.emitted, ...forwarded.emitted], {
+        [functionId(template, ISSUE_KEYS)]: 1,
+        [functionId(template, ADMIN)]: 1,
+      }),
+    ).toEqual(['key-issuing-failures']);
+  });
+
+  it('a clear-pending-key refused as no_pending_key (an operator mistake) pages nobody', async () => {
+    // No job record: nothing to clear.
+    const keys = issueKeys({ get: async () => undefined });
+    const refused = await invocation(keys.metrics, () =>
+      keys.job.clearPendingKey({
+        action: 'clear-pending-key',
+        businessApplicationId: 'ba_1',
+        reason: 'provider confirmed nothing was issued',
+      }),
+    );
+    issueKeysFailsWith(refused.error);
+    const a = admin();
+
+    const forwarded = await invocation(a.metrics, () =>
+      a.run({
+        action: 'clear-pending-key',
+        businessApplicationId: 'ba_1',
+        reason: 'provider confirmed nothing was issued',
+      }),
+    );
+
+    expect(forwarded.error.message).toMatch(/^no_pending_key: /);
+    expect(
+      firing(template, [...refused.emitted, ...forwarded.emitted], {
+        [functionId(template, ISSUE_KEYS)]: 1,
+        [functionId(template, ADMIN)]: 1,
+      }),
+    ).toEqual([]);
+  });
+
+  it('an admin event refused as invalid_request pages nobody, as before', async () => {
+    const a = admin();
+
+    const refused = await invocation(a.metrics, () => a.run({ action: 'statsu' }));
+
+    expect(refused.error.message).toMatch(/^invalid_request: /);
+    expect(firing(template, refused.emitted, { [functionId(template, ADMIN)]: 1 })).toEqual([]);
+  });
+
+  it("the admin's own failure still pages admin-errors", async () => {
+    lambda.on(InvokeCommand).rejects(new Error('socket hang up'));
+    const a = admin();
+
+    const failed = await invocation(a.metrics, () => a.run({ action: 'issue-keys' }));
+
+    expect(failed.error.message).toMatch(/^invoke_failed: /);
+    expect(firing(template, failed.emitted, { [functionId(template, ADMIN)]: 1 })).toEqual([
+      'admin-errors',
+    ]);
+  });
+
+  it('an issue-keys invocation that fails outside the ids (a crash) still pages issue-keys-errors', () => {
+    expect(firing(template, [], { [functionId(template, ISSUE_KEYS)]: 1 })).toEqual([
+      'issue-keys-errors',
+    ]);
+  });
+});
