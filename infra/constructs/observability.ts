@@ -433,6 +433,10 @@ export class Observability extends Construct {
       dashboardName: prefix,
       defaultInterval: Duration.hours(12),
     });
+    const cacheServices = [
+      ['vend-token', 'vend'],
+      ['refresh', 'refresh'],
+    ] as const;
     const graph = (
       title: string,
       left: cloudwatch.IMetric[],
@@ -465,16 +469,23 @@ export class Observability extends Construct {
       ]),
     );
     this.dashboard.addWidgets(
-      graph('Cache: lease waits, degraded, unusable items', [
-        metric('LeaseWaits', 'vend-token', { label: 'lease waits' }),
-        metric('LeaseWaitPolls', 'vend-token', { label: 'lease wait polls (reads)' }),
-        metric('LeaseTakeovers', 'vend-token', { label: 'lease takeovers' }),
-        metric('Degraded', 'vend-token', { label: 'degraded (vend)' }),
-        metric('Degraded', 'refresh', { label: 'degraded (refresh)' }),
-        metric('UnsealFailures', 'vend-token', { label: 'unseal failures (vend)' }),
-        metric('UnsealFailures', 'refresh', { label: 'unseal failures (refresh)' }),
-        metric('StaleCredentialTokens', 'vend-token', { label: 'stale-credential tokens' }),
-      ]),
+      // Vend and refresh share the cache core: each counts these under its own service.
+      graph(
+        'Leases: waits, polls, takeovers',
+        cacheServices.flatMap(([service, who]) => [
+          metric('LeaseWaits', service, { label: `lease waits (${who})` }),
+          metric('LeaseWaitPolls', service, { label: `lease wait polls, reads (${who})` }),
+          metric('LeaseTakeovers', service, { label: `lease takeovers (${who})` }),
+        ]),
+      ),
+      graph(
+        'Cache: degraded, unusable items',
+        cacheServices.flatMap(([service, who]) => [
+          metric('Degraded', service, { label: `degraded (${who})` }),
+          metric('UnsealFailures', service, { label: `unseal failures (${who})` }),
+          metric('StaleCredentialTokens', service, { label: `stale-credential tokens (${who})` }),
+        ]),
+      ),
       graph('Scheduled refresh', [
         metric('ScheduledRefreshes', 'refresh', { label: 'scopes refreshed' }),
         metric('ScheduledRefreshFailures', 'refresh', { label: 'scopes failed' }),

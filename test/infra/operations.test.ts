@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -21,8 +22,9 @@ import {
   TEST_EVENT_NAME,
   TEST_EVENT_REGISTRY,
 } from '../../infra/constructs/console-test-events.js';
-import { RUNBOOK_FILE } from '../../infra/constructs/observability.js';
+import { NAMESPACE, RUNBOOK_FILE } from '../../infra/constructs/observability.js';
 import { example } from '../../infra/stages/example.js';
+import { emittedMetrics } from '../support/emf.js';
 import {
   ADMIN,
   aliasId,
@@ -113,7 +115,7 @@ describe('schedules and failed runs', () => {
 });
 
 /** Every metric name the functions emit, read from their sources. */
-function emittedMetrics(): string[] {
+function metricNamesInSources(): string[] {
   const read = (path: string) => readFileSync(resolve(ROOT, path), 'utf8');
   const union = (path: string, type: string) => {
     const source = read(path);
@@ -183,7 +185,7 @@ describe('dashboard and alarms', () => {
     );
 
     const shown = [...dashboard.values()].flat();
-    const metrics = emittedMetrics();
+    const metrics = metricNamesInSources();
     expect(metrics).toEqual(expect.arrayContaining(['Vends', 'UpstreamErrors', 'KeysIssued']));
     for (const name of metrics.filter((m) => m !== 'Vends')) {
       expect(shown.some((m) => new RegExp(`^TokenVending/${name}/service=`).test(m))).toBe(true);
@@ -205,6 +207,48 @@ describe('dashboard and alarms', () => {
     expect(dashboard.get('Key issuing')).toContain(
       'TokenVending/KeyIssuingFailures/service=issue-keys/Sum',
     );
+  });
+
+  it('graphs every metric each function emits, under its own service (refresh lease waits, takeovers and stale-credential tokens too)', async () => {
+    const read = (path: string) => readFileSync(resolve(ROOT, path), 'utf8');
+    const union = (path: string, type: string) => {
+      const source = read(path);
+      const body = source.slice(source.indexOf(`export type ${type} =`)).split(';')[0] as string;
+      return [...body.matchAll(/'([A-Za-z]+)'/g)].map((m) => m[1] as string);
+    };
+    const added = (path: string) =>
+      [...read(path).matchAll(/addMetric\('([A-Za-z]+)'/g)].map((m) => m[1] as string);
+    const core = union('functions/core/token-service-types.ts', 'CoreMetric');
+    const policy = union('functions/core/policy-source.ts', 'PolicyMetric');
+    // Vend and refresh share the cache core (createAwsRuntime); each its own service.
+    const byService: Record<string, string[]> = {
+      'vend-token': [...core, ...policy, 'VendLatency'],
+      refresh: [...core, ...policy, ...added('functions/refresh/handler.ts')],
+      'issue-keys': [...union('functions/issue-keys/ports.ts', 'KeyJobMetric'), ...policy],
+      admin: [...union('functions/admin/admin.ts', 'AdminMetric'), ...policy],
+    };
+    expect(byService.refresh).toEqual(
+      expect.arrayContaining(['LeaseWaits', 'LeaseTakeovers', 'ScheduledRefreshes']),
+    );
+    const saved = process.env.POWERTOOLS_METRICS_DISABLED;
+    process.env.POWERTOOLS_METRICS_DISABLED = 'false';
+    const emitted = await emittedMetrics(() => {
+      for (const [serviceName, names] of Object.entries(byService)) {
+        const metrics = new Metrics({ namespace: NAMESPACE, serviceName });
+        for (const name of names) metrics.addMetric(name, MetricUnit.Count, 1);
+        metrics.publishStoredMetrics();
+      }
+    }).finally(() => {
+      if (saved === undefined) delete process.env.POWERTOOLS_METRICS_DISABLED;
+      else process.env.POWERTOOLS_METRICS_DISABLED = saved;
+    });
+
+    const shown = [...dashboard.values()].flat();
+    const missing = emitted
+      .map((m) => `${m.namespace}/${m.name}/service=${m.dimensions.service}`)
+      .filter((id) => !shown.some((entry) => entry.startsWith(`${id}/`)));
+    expect(emitted.length).toBeGreaterThan(30);
+    expect(missing).toEqual([]);
   });
 
   it('shows errors, throttles and the failed-runs queue of every function', () => {
