@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { DecryptCommand, EncryptCommand, type KMSClient } from '@aws-sdk/client-kms';
-import { SealerUnavailableError } from '../core/errors.js';
+import { SealedUnderOtherKeyError, SealerUnavailableError } from '../core/errors.js';
 import type { Sealer } from '../core/ports.js';
 
 /**
@@ -33,11 +33,25 @@ export const kmsUnavailable = (operation: string, error: unknown): SealerUnavail
     { cause: error },
   );
 
-/** A failed Decrypt: the error itself when the blob cannot be unsealed (CANNOT_UNSEAL), else KMS unavailable. */
-const decryptFailure = (error: unknown): unknown =>
-  error instanceof Error && CANNOT_UNSEAL.has(error.name)
-    ? error
-    : kmsUnavailable('Decrypt', error);
+/**
+ * A failed Decrypt: KMS unavailable unless the blob cannot be unsealed
+ * (CANNOT_UNSEAL). Of those, a blob sealed under another key than the one
+ * named (IncorrectKeyException: "The KeyId in a Decrypt request ... must
+ * identify the same KMS key that was used to encrypt the ciphertext") is
+ * SealedUnderOtherKeyError, what a change of key gives once per item; any
+ * other is the error itself: the key refuses (disabled, denied, pending
+ * deletion) or the blob is corrupt or not ours.
+ */
+const decryptFailure = (error: unknown): unknown => {
+  if (!(error instanceof Error && CANNOT_UNSEAL.has(error.name))) {
+    return kmsUnavailable('Decrypt', error);
+  }
+  return error.name === 'IncorrectKeyException'
+    ? new SealedUnderOtherKeyError(`KMS Decrypt: sealed under another key (${error.name})`, {
+        cause: error,
+      })
+    : error;
+};
 
 /**
  * KMS Decrypt of `blob` under `keyId`, with the item key `context` as its

@@ -154,6 +154,17 @@ export class SealerUnavailableError extends StoreUnavailableError {
 }
 
 /**
+ * A stored blob sealed under another key than the one now configured (KMS
+ * `IncorrectKeyException`): what every item written before a change of the
+ * cache key gives once. The item is a miss and is re-minted under the new
+ * key; nothing is wrong with the key in use, so it is counted apart
+ * (`OtherKeyItems`), not as an unseal failure, which pages.
+ */
+export class SealedUnderOtherKeyError extends Error {
+  override name = 'SealedUnderOtherKeyError';
+}
+
+/**
  * The provider credentials cannot be read now (Secrets Manager unreachable, or
  * a forced re-read failed). The core serves what it can verify without them
  * and otherwise answers 503; it never becomes a 500.

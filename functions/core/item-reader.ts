@@ -1,6 +1,6 @@
 import { type Clock, epochSeconds } from './clock.js';
 import { describe } from './describe-error.js';
-import { SealerUnavailableError } from './errors.js';
+import { SealedUnderOtherKeyError, SealerUnavailableError } from './errors.js';
 import {
   NO_REVISION,
   type ProviderCredentials,
@@ -106,6 +106,14 @@ export class ItemReader {
       return { token: { ...meta, accessToken } };
     } catch (error) {
       if (error instanceof SealerUnavailableError) throw error;
+      if (error instanceof SealedUnderOtherKeyError) {
+        // Expected once per item after the cache key changed: not a failure.
+        this.#deps.count?.('OtherKeyItems');
+        this.#deps.logger.info('cached token sealed under another key; re-minting', {
+          key: item.pk,
+        });
+        return {};
+      }
       this.#deps.count?.('UnsealFailures');
       this.#deps.logger.warn('cached token could not be unsealed; re-minting', {
         key: item.pk,

@@ -25,6 +25,8 @@ export type CoreMetric =
   | 'LeaseTakeovers'
   | 'Degraded'
   | 'UnsealFailures'
+  /** An item sealed under another key (after a change of the cache key): re-minted, pages nobody. */
+  | 'OtherKeyItems'
   | 'StaleCredentialTokens';
 
 export interface TokenServiceConfig {

@@ -300,7 +300,7 @@ export class Observability extends Construct {
     );
     add(
       'unseal-failures',
-      'A cached item could not be unsealed with the cache key (a key policy change, a disabled key, or a tampered item).',
+      'KMS refused to unseal a cached item with the cache key (a key policy that denies Decrypt, a disabled or deleted key, or a corrupt or tampered item); items sealed under a previous key are re-minted and not counted.',
       new cloudwatch.MathExpression({
         expression: 'FILL(vend, 0) + FILL(refresh, 0)',
         usingMetrics: {
@@ -483,6 +483,7 @@ export class Observability extends Construct {
         cacheServices.flatMap(([service, who]) => [
           metric('Degraded', service, { label: `degraded (${who})` }),
           metric('UnsealFailures', service, { label: `unseal failures (${who})` }),
+          metric('OtherKeyItems', service, { label: `items sealed under another key (${who})` }),
           metric('StaleCredentialTokens', service, { label: `stale-credential tokens (${who})` }),
         ]),
       ),

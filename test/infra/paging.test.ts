@@ -7,20 +7,28 @@
  */
 
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { DecryptCommand, EncryptCommand, KMSClient } from '@aws-sdk/client-kms';
 import { InvokeCommand, type InvokeCommandOutput, LambdaClient } from '@aws-sdk/client-lambda';
 import type { Template } from 'aws-cdk-lib/assertions';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { StaticCredentials } from '../../functions/adapters/credentials.js';
 import { LambdaInvoker } from '../../functions/adapters/lambda-invoker.js';
+import { metricsRecorder } from '../../functions/adapters/metrics.js';
+import { KmsSealer } from '../../functions/adapters/sealers.js';
 import { createAdmin } from '../../functions/admin/admin.js';
 import { AccessPolicy } from '../../functions/core/access-policy.js';
 import { systemClock } from '../../functions/core/clock.js';
 import { fixedPolicy } from '../../functions/core/policy-source.js';
+import { TokenService } from '../../functions/core/token-service.js';
 import type { ClearPendingKeyResult } from '../../functions/issue-keys/clear-pending-key.js';
 import type { KeyIssuingResult } from '../../functions/issue-keys/errors.js';
 import { createKeyIssuingJob } from '../../functions/issue-keys/job.js';
+import { TestClock } from '../support/clock.js';
 import { emittedMetrics, type MetricIdentity, sameMetric, watchedMetric } from '../support/emf.js';
 import { ADMIN, functionId, ISSUE_KEYS, synth } from '../support/infra.js';
+import { MemoryTokenStore } from '../support/memory-store.js';
+import { CREDS, fakeProvider } from '../support/token-service-fixture.js';
 
 const lambda = mockClient(LambdaClient);
 const saved = process.env.POWERTOOLS_METRICS_DISABLED;
@@ -269,5 +277,85 @@ describe('one fault, one page', () => {
     expect(firing(template, [], { [functionId(template, ISSUE_KEYS)]: 1 })).toEqual([
       'issue-keys-errors',
     ]);
+  });
+});
+
+describe('a change of the cache key', () => {
+  const kms = mockClient(KMSClient);
+  let template: Template;
+  beforeAll(() => {
+    template = synth().template;
+  });
+  beforeEach(() => kms.reset());
+  afterAll(() => kms.restore());
+
+  /** KMS as it answers: blobs name their key; Decrypt of another key's blob, or `refuse`. */
+  function kmsWith(state: { key: string; refuse?: string }) {
+    const kmsError = (name: string) =>
+      Object.assign(new Error(name), { name, $fault: 'client', $metadata: {} });
+    kms.on(EncryptCommand).callsFake(async (input) => ({
+      CiphertextBlob: Buffer.from(`${state.key}|${Buffer.from(input.Plaintext).toString('utf8')}`),
+    }));
+    kms.on(DecryptCommand).callsFake(async (input) => {
+      if (state.refuse !== undefined) throw kmsError(state.refuse);
+      const [key, plaintext] = Buffer.from(input.CiphertextBlob).toString('utf8').split('|');
+      if (key !== state.key) throw kmsError('IncorrectKeyException');
+      return { Plaintext: Buffer.from(plaintext as string) };
+    });
+  }
+
+  /** Vend's cache core (functions/vend-token/aws-runtime.ts wiring) on one table. */
+  function vendInstance(store: MemoryTokenStore, id: string) {
+    const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'vend-token' });
+    const tokens = new TokenService({
+      store,
+      sealer: new KmsSealer(new KMSClient({}), 'alias/cache'),
+      credentials: new StaticCredentials(CREDS),
+      mint: fakeProvider().mint,
+      clock: new TestClock({ frozenAt: 1_800_000_000_500 }),
+      random: () => 0.5,
+      logger: quiet,
+      count: metricsRecorder(metrics).count,
+      instanceId: id,
+    });
+    return { tokens, metrics };
+  }
+
+  /** What a second instance (nothing in memory) emits reading the item the first stored. */
+  async function secondRead(state: { key: string; refuse?: string }, change: () => void) {
+    kmsWith(state);
+    const store = new MemoryTokenStore();
+    await vendInstance(store, 'a').tokens.getToken('ba_1', 300);
+    change();
+    const b = vendInstance(store, 'b');
+    let tier = '';
+    const emitted = await emittedMetrics(async () => {
+      tier = (await b.tokens.getToken('ba_1', 300)).outcome.tier;
+      b.metrics.publishStoredMetrics();
+    });
+    return { emitted, tier };
+  }
+
+  it('an item sealed under the previous key (the runbook calls it expected) pages nobody', async () => {
+    const state = { key: 'old-key' };
+
+    const { emitted, tier } = await secondRead(state, () => {
+      state.key = 'new-key';
+    });
+
+    expect(tier).toBe('provider');
+    expect(emitted.map((m) => m.name)).toContain('OtherKeyItems');
+    expect(firing(template, emitted, {})).toEqual([]);
+  });
+
+  it('a key that refuses to decrypt (disabled, denied) still pages unseal-failures', async () => {
+    const state: { key: string; refuse?: string } = { key: 'key' };
+
+    const { emitted, tier } = await secondRead(state, () => {
+      state.refuse = 'AccessDeniedException';
+    });
+
+    expect(tier).toBe('provider');
+    expect(firing(template, emitted, {})).toEqual(['unseal-failures']);
   });
 });

@@ -10,7 +10,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { AesGcmSealer, KmsSealer } from '../../functions/adapters/sealers.js';
-import { SealerUnavailableError } from '../../functions/core/errors.js';
+import { SealedUnderOtherKeyError, SealerUnavailableError } from '../../functions/core/errors.js';
 
 const TOKEN = 'sim_token_do_not_leak_0123456789abcdef';
 const PK = 'TOKEN#ba_123';
@@ -219,9 +219,19 @@ describe('KmsSealer', () => {
       expect(failure).toBeInstanceOf(SealerUnavailableError);
     });
 
+    it('an unseal that fails with IncorrectKeyException: sealed under another key, said apart', async () => {
+      kms.on(DecryptCommand).rejects(answer('IncorrectKeyException', 'client', 400));
+
+      const failure = await sealer()
+        .unseal(CIPHERTEXT, PK)
+        .catch((e: unknown) => e);
+
+      expect(failure).toBeInstanceOf(SealedUnderOtherKeyError);
+      expect(failure).toMatchObject({ cause: { name: 'IncorrectKeyException' } });
+    });
+
     it.each([
       'InvalidCiphertextException',
-      'IncorrectKeyException',
       'AccessDeniedException',
       'DisabledException',
       'KMSInvalidStateException',
