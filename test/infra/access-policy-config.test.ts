@@ -1,20 +1,13 @@
-/**
- * The access policy as AppConfig configuration: application, environment with
- * rollback alarms, hosted profile with the Lambda validator, a gradual
- * deployment strategy, and the first version deployed by the stack.
- */
-import { Metrics } from '@aws-lambda-powertools/metrics';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
-import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { metricsRecorder } from '../../functions/adapters/metrics.js';
-import { AccessPolicy } from '../../functions/core/access-policy.js';
-import { systemClock } from '../../functions/core/clock.js';
 import { UpstreamUnavailableError } from '../../functions/core/errors.js';
-import { fixedPolicy } from '../../functions/core/policy-source.js';
-import { createVendApp } from '../../functions/vend-token/app.js';
-import { example } from '../../infra/stages/example.js';
-import { emittedMetrics, type MetricIdentity, sameMetric, watchedMetric } from '../support/emf.js';
+import {
+  emittedMetrics,
+  failingVend,
+  type MetricIdentity,
+  sameMetric,
+  watchedMetric,
+} from '../support/emf.js';
 import { aliasId, resolveValue, stage, synth, VEND } from '../support/infra.js';
 
 const VALIDATOR = 'token-vending-example-policy-validator';
@@ -102,32 +95,10 @@ describe('the access policy in AppConfig', () => {
 
   it('does not roll a policy deployment back for a provider outage, which no policy version causes', async () => {
     // One minute of a provider outage: every vend answers 503 upstream_unavailable.
-    const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'vend-token' });
-    const vend = createVendApp({
-      tokens: {
-        getToken: () => {
-          throw new UpstreamUnavailableError('the provider is down', 30);
-        },
-      },
-      policy: fixedPolicy(AccessPolicy.parse(JSON.stringify(example.accessPolicy), 'test')),
-      logger: { info: () => {}, warn: () => {}, error: () => {} },
-      clock: systemClock,
-      recordVend: metricsRecorder(metrics).recordVend,
-    });
-    const event = {
-      rawPath: '/token',
-      rawQueryString: 'scope=ba_123',
-      requestContext: {
-        http: { method: 'GET' },
-        authorizer: { iam: { userArn: 'arn:aws:iam::111122223333:role/checkout' } },
-      },
-    } as unknown as LambdaFunctionURLEvent;
+    const vend = failingVend(new UpstreamUnavailableError('the provider is down', 30));
     const answers = 20;
     const emitted = await emittedMetrics(async () => {
-      for (let i = 0; i < answers; i++) {
-        expect(((await vend(event)) as { statusCode: number }).statusCode).toBe(503);
-        metrics.publishStoredMetrics();
-      }
+      for (let i = 0; i < answers; i++) expect(await vend.answer()).toBe(503);
     });
     // The minute's sums: the functions' EMF, and what Lambda counts for the URL.
     const sums: Array<[MetricIdentity, number]> = [

@@ -1,19 +1,6 @@
-/**
- * Releases: every function behind a `live` alias that CodeDeploy moves; vend
- * by canary, rolled back by its release alarms; provisioned concurrency only
- * when a stage asks; a throwaway stage that removes whole.
- */
-import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Template } from 'aws-cdk-lib/assertions';
-import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { metricsRecorder } from '../../functions/adapters/metrics.js';
-import { AccessPolicy } from '../../functions/core/access-policy.js';
-import { systemClock } from '../../functions/core/clock.js';
-import { fixedPolicy } from '../../functions/core/policy-source.js';
-import { createVendApp } from '../../functions/vend-token/app.js';
-import { example } from '../../infra/stages/example.js';
-import { emittedMetrics, sameMetric, watchedMetric } from '../support/emf.js';
+import { emittedMetrics, failingVend, sameMetric, watchedMetric } from '../support/emf.js';
 import {
   ADMIN,
   aliasId,
@@ -124,30 +111,10 @@ describe('releases', () => {
 
   it('rolls a vend canary back on one internal_error answer, which a canary of few callers never turns into five URL 5xx a minute', async () => {
     // What a release with a bug answers: 500 internal_error, a successful invocation.
-    const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'vend-token' });
-    const vend = createVendApp({
-      tokens: {
-        getToken: () => {
-          throw new TypeError('a bug in the new version');
-        },
-      },
-      policy: fixedPolicy(AccessPolicy.parse(JSON.stringify(example.accessPolicy), 'test')),
-      logger: { info: () => {}, warn: () => {}, error: () => {} },
-      clock: systemClock,
-      recordVend: metricsRecorder(metrics).recordVend,
-    });
-    const event = {
-      rawPath: '/token',
-      rawQueryString: 'scope=ba_123',
-      requestContext: {
-        http: { method: 'GET' },
-        authorizer: { iam: { userArn: 'arn:aws:iam::111122223333:role/checkout' } },
-      },
-    } as unknown as LambdaFunctionURLEvent;
+    const vend = failingVend(new TypeError('a bug in the new version'));
     let status = 0;
     const emitted = await emittedMetrics(async () => {
-      status = ((await vend(event)) as { statusCode: number }).statusCode;
-      metrics.publishStoredMetrics();
+      status = await vend.answer();
     });
     expect(status).toBe(500);
     const internalErrors = emitted.find(

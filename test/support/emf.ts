@@ -3,7 +3,15 @@
  * the real Powertools Metrics and reads the EMF lines it writes to stdout,
  * each metric as CloudWatch makes it (namespace, name, one dimension set).
  */
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import { vi } from 'vitest';
+import { metricsRecorder } from '../../functions/adapters/metrics.js';
+import { AccessPolicy } from '../../functions/core/access-policy.js';
+import { systemClock } from '../../functions/core/clock.js';
+import { fixedPolicy } from '../../functions/core/policy-source.js';
+import { createVendApp } from '../../functions/vend-token/app.js';
+import { example } from '../../infra/stages/example.js';
 
 /** One CloudWatch metric: its namespace, name and dimensions (name to value). */
 export interface MetricIdentity {
@@ -77,4 +85,40 @@ export function sameMetric(a: MetricIdentity, b: MetricIdentity): boolean {
     JSON.stringify(keys(a)) === JSON.stringify(keys(b)) &&
     keys(a).every((k) => a.dimensions[k] === b.dimensions[k])
   );
+}
+
+/**
+ * The vend app with real Powertools Metrics (service `vend-token`) and the
+ * example stage's policy, whose token source throws `error`, and a signed
+ * caller's request for `ba_123`: what a release or a provider outage answers.
+ * Each `answer()` vends once and publishes the metrics, as the handler does.
+ */
+export function failingVend(error: Error): { answer(): Promise<number> } {
+  const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'vend-token' });
+  const vend = createVendApp({
+    tokens: {
+      getToken: () => {
+        throw error;
+      },
+    },
+    policy: fixedPolicy(AccessPolicy.parse(JSON.stringify(example.accessPolicy), 'test')),
+    logger: { info: () => {}, warn: () => {}, error: () => {} },
+    clock: systemClock,
+    recordVend: metricsRecorder(metrics).recordVend,
+  });
+  const event = {
+    rawPath: '/token',
+    rawQueryString: 'scope=ba_123',
+    requestContext: {
+      http: { method: 'GET' },
+      authorizer: { iam: { userArn: 'arn:aws:iam::111122223333:role/checkout' } },
+    },
+  } as unknown as LambdaFunctionURLEvent;
+  return {
+    answer: async () => {
+      const { statusCode } = (await vend(event)) as { statusCode: number };
+      metrics.publishStoredMetrics();
+      return statusCode;
+    },
+  };
 }
