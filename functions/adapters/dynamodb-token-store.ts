@@ -93,11 +93,7 @@ export class DynamoDbTokenStore implements TokenStore {
     // Whatever the core read as "no lease" or "no token" (absent, or not a
     // number) must satisfy the condition too, or such an item wedges its scope.
     const free = ['attribute_not_exists(lease_until)', 'NOT attribute_type(lease_until, :n)'];
-    const { ranOutBeforeMs, holder } = takeover;
-    if (ranOutBeforeMs !== undefined) {
-      free.push('lease_until < :ranOut');
-      values[':ranOut'] = num(ranOutBeforeMs);
-    }
+    const { holder } = takeover;
     if (holder) {
       // Exactly the lease the caller watched, so a lease renewed meanwhile stays.
       // An owner the core read as absent may also be one that is not a string.

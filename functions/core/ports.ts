@@ -118,12 +118,12 @@ export interface LeaseHolder {
 }
 
 /**
- * Which held lease an acquirer may take besides a free one: one that ran out
- * before `ranOutBeforeMs`, or exactly `holder` (seen unchanged for a whole
- * lease period by the acquirer's own clock), whatever its `lease_until` says.
+ * Which held lease an acquirer may take besides a free one: exactly `holder`
+ * (seen unchanged for a whole lease period by the acquirer's own clock),
+ * whatever its `lease_until` says. Never one because its end looks past: that
+ * end is on the holder's clock (lease-watch.ts).
  */
 export interface LeaseTakeover {
-  readonly ranOutBeforeMs?: number;
   readonly holder?: LeaseHolder;
 }
 

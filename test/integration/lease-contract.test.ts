@@ -49,8 +49,6 @@ describe.each(stores)('%s store: tryAcquireLease', (_name, makeStore) => {
   });
 
   it.each([
-    ['ran out before the given time', { ranOutBeforeMs: HELD.untilMs + 1 }, true],
-    ['ends at the given time', { ranOutBeforeMs: HELD.untilMs }, false],
     ['is exactly the watched lease', { holder: HELD }, true],
     ['has another owner than the watched one', { holder: { ...HELD, owner: 'b' } }, false],
     ['has another end than the watched one', { holder: { ...HELD, untilMs: NOW + 9_999 } }, false],

@@ -52,11 +52,7 @@ export class MemoryTokenStore implements TokenStore {
       holder !== undefined &&
       item.leaseUntil === holder.untilMs &&
       item.leaseOwner === holder.owner;
-    const ranOut =
-      takeover.ranOutBeforeMs !== undefined &&
-      item.leaseUntil !== undefined &&
-      item.leaseUntil < takeover.ranOutBeforeMs;
-    if (item.leaseUntil !== undefined && !ranOut && !watched) return false;
+    if (item.leaseUntil !== undefined && !watched) return false;
     if (seenRevision !== undefined && !sameRevision(item.revision, seenRevision)) return false;
     this.items.set(pk, { ...item, leaseOwner: owner, leaseUntil: untilMs });
     return true;

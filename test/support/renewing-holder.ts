@@ -18,10 +18,14 @@ export async function keepRenewingLease(
     const item = await store.get(pk);
     const nowMs = clock.now();
     const holder = item?.leaseUntil === undefined ? undefined : { owner, untilMs: item.leaseUntil };
-    const taken = await store.tryAcquireLease(pk, owner, nowMs, nowMs + leaseMs, undefined, {
-      ranOutBeforeMs: nowMs,
-      ...(holder ? { holder } : {}),
-    });
+    const taken = await store.tryAcquireLease(
+      pk,
+      owner,
+      nowMs,
+      nowMs + leaseMs,
+      undefined,
+      holder ? { holder } : {},
+    );
     if (!taken) throw new Error(`the renewing holder lost its lease on ${pk}`);
   };
   await take();
