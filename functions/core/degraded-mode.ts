@@ -1,4 +1,5 @@
 import { epochSeconds } from './clock.js';
+import { describe } from './describe-error.js';
 import { credentialsUnavailable } from './errors.js';
 import { isServable } from './freshness.js';
 import type { MemoryTokenCache } from './memory-cache.js';
@@ -41,6 +42,7 @@ export class DegradedMode {
     minTtl: number,
     credentials: ProviderCredentials | undefined,
     revoked: string | undefined,
+    fallback?: Token,
   ): Promise<VendResult> {
     const now = epochSeconds(this.#deps.clock);
     const cached = this.#l1.get(key, now);
@@ -52,10 +54,24 @@ export class DegradedMode {
     ) {
       return { token: cached, outcome: outcome('l1', { degraded: true }) };
     }
-    if (!credentials) throw credentialsUnavailable();
+    // A token the table gave before it failed this lookup: served when no
+    // new one can be had, as a failed refresh under the lease serves it.
+    const current = (): VendResult | undefined =>
+      fallback && isServable(fallback, minTtl, epochSeconds(this.#deps.clock))
+        ? { token: fallback, outcome: outcome('l2', { degraded: true }) }
+        : undefined;
+    if (!credentials) {
+      const served = current();
+      if (served) return served;
+      throw credentialsUnavailable();
+    }
     const nowMs = this.#deps.clock.now();
     const backOff = backingOff(this.#failures.get(key), nowMs, this.#backoffMs);
-    if (backOff) throw backOff;
+    if (backOff) {
+      const served = current();
+      if (served) return served;
+      throw backOff;
+    }
     let token: Token;
     try {
       const minted = await mintToken(this.#deps, scope, credentials, nowMs + this.#leaseMs);
@@ -68,6 +84,14 @@ export class DegradedMode {
       this.#damping.note(key, token, this.#deps.clock.now());
     } catch (error) {
       this.#failures.set(key, failureOf(error, this.#deps.clock.now()));
+      const served = current();
+      if (served) {
+        this.#deps.logger.warn('refresh failed; serving the current token', {
+          scope: scope ?? 'unscoped',
+          error: describe(error),
+        });
+        return served;
+      }
       throw afterRecordedFailure(error, this.#backoffMs);
     }
     this.#failures.delete(key);

@@ -228,12 +228,24 @@ export class TokenService {
     credentials: ProviderCredentials | undefined,
     revoked: string | undefined,
   ): Promise<Lookup> {
+    // A servable token read from the table before a later call failed (the
+    // lease write, say): degraded mode falls back to it rather than answer 503.
+    const read: SharedRead = {};
     try {
-      return await this.#fromShared(key, scope, minTtl, credentials, revoked);
+      return await this.#fromShared(key, scope, minTtl, credentials, revoked, read);
     } catch (error) {
       if (error instanceof StoreUnavailableError) {
         storeFailed(this.#deps, error instanceof SealerUnavailableError ? 'kms' : 'read', error);
-        return { result: await this.#degraded.serve(key, scope, minTtl, credentials, revoked) };
+        return {
+          result: await this.#degraded.serve(
+            key,
+            scope,
+            minTtl,
+            credentials,
+            revoked,
+            read.servable,
+          ),
+        };
       }
       throw error;
     }
@@ -245,6 +257,7 @@ export class TokenService {
     minTtl: number,
     known: ProviderCredentials | undefined,
     revoked: string | undefined,
+    read: SharedRead,
   ): Promise<Lookup> {
     const look = await this.#firstLook.look(key, known);
     if (look.leased) {
@@ -279,6 +292,7 @@ export class TokenService {
       return { result: { token, outcome: outcome('l2') } };
     }
     const servable = token && isServable(token, minTtl, this.#now()) ? token : undefined;
+    if (servable) read.servable = servable;
     const current = servable && { result: { token: servable, outcome: outcome('l2') } };
     if (!view.canReplace || !view.credentials) {
       return { result: this.#serveUnverified(scope, servable) };
@@ -440,6 +454,12 @@ export class TokenService {
       isFresh(token, minTtl, at, this.#refreshAhead)
     );
   }
+}
+
+/** What a lookup read from the table before the table failed it. */
+interface SharedRead {
+  /** A stored token with min_ttl left, of a version not known to be older, not reported. */
+  servable?: Token;
 }
 
 /** The lease a taker must name: the one it watched go stale, if any. */

@@ -1,0 +1,108 @@
+/**
+ * Fault matrix, DynamoDB partly down: a fault-injecting HTTP proxy in front of
+ * DynamoDB Local answers reads but fails or throttles writes (the lease and
+ * the token store are conditional UpdateItems). A token the table still gives
+ * is served; callers are never told the provider is unavailable because the
+ * table refused a write.
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll, beforeEach, expect, inject, it } from 'vitest';
+import { boundedCalls } from '../../functions/adapters/aws-client-options.js';
+import { DynamoDbTokenStore } from '../../functions/adapters/dynamodb-token-store.js';
+import { fixedPolicy } from '../../functions/core/policy-source.js';
+import type { CoreMetric } from '../../functions/core/token-service.js';
+import { createVendRuntime, type VendRuntime } from '../../functions/vend-token/runtime.js';
+import { type ProviderSimulator, startProviderSimulator } from '../../local/provider-simulator.js';
+import { LOCAL_AWS_CREDENTIALS } from '../../local/table.js';
+import { TestClock } from '../support/clock.js';
+import { createTestTable, dynamoClient } from '../support/dynamodb.js';
+import {
+  type DynamoFaultProxy,
+  type FaultRule,
+  startDynamoFaultProxy,
+} from '../support/dynamodb-fault-proxy.js';
+import { ask, expectSound, PROVIDER_TIMEOUT_MS } from '../support/fleet.js';
+import {
+  demoCredentials,
+  quietLogger,
+  SHARED_SEALER,
+  TEST_POLICY,
+} from '../support/vend-harness.js';
+
+let sim: ProviderSimulator;
+let proxy: DynamoFaultProxy;
+let client: DynamoDBClient;
+let table: string;
+
+beforeAll(async () => {
+  sim = await startProviderSimulator();
+  proxy = await startDynamoFaultProxy(inject('dynamodbEndpoint'));
+  // As the functions configure it (aws-runtime.ts), with a 150 ms attempt
+  // instead of 1 s so a hung call costs little real time.
+  client = new DynamoDBClient({
+    region: 'us-east-1',
+    endpoint: proxy.endpoint,
+    credentials: LOCAL_AWS_CREDENTIALS,
+    ...boundedCalls({ requestTimeoutMs: 150, maxAttempts: 2 }),
+  });
+});
+afterAll(async () => {
+  client.destroy();
+  await proxy.close();
+  await sim.close();
+});
+beforeEach(async () => {
+  sim.reset();
+  proxy.set(undefined);
+  proxy.reset();
+  const admin = dynamoClient();
+  table = await createTestTable(admin);
+  admin.destroy();
+});
+
+/** Reads answered, every write (UpdateItem) failing with `fault`. */
+const writesFail =
+  (fault: 'status500' | 'hang' | 'throttle'): FaultRule =>
+  (operation) =>
+    operation === 'UpdateItem' ? { kind: fault } : { kind: 'pass' };
+
+function instance(clock: TestClock, counted: CoreMetric[] = []): VendRuntime {
+  return createVendRuntime({
+    store: new DynamoDbTokenStore(client, table),
+    sealer: SHARED_SEALER,
+    credentials: demoCredentials(),
+    provider: {
+      baseUrl: sim.url,
+      unscopedScopeMode: 'omit',
+      timeoutMs: PROVIDER_TIMEOUT_MS,
+      backoffBaseMs: 5,
+    },
+    policy: fixedPolicy(TEST_POLICY),
+    logger: quietLogger(),
+    clock,
+    count: (metric) => counted.push(metric),
+  });
+}
+
+for (const fault of ['status500', 'hang'] as const) {
+  it(`a lease write that fails (${fault}) in the refresh-ahead window, with the provider down, serves the current token, not 503`, async () => {
+    // Prepare: the token cached; its instance's L1 entry aged out; the token
+    // inside the refresh-ahead window with well over min_ttl left
+    const clock = new TestClock({ virtualSleep: true });
+    const warm = instance(clock);
+    const cached = await ask(warm, 'ba_demo_1');
+    clock.advance(7200 - 900 + 5);
+    proxy.set(writesFail(fault));
+    sim.injectTokenFault({ kind: 'status', status: 503 }, 100);
+
+    // Act
+    const answers = [await ask(warm, 'ba_demo_1'), await ask(warm, 'ba_demo_1')];
+
+    // Assess: degraded, but the current token, as a failed refresh under the lease serves it
+    for (const answer of answers) {
+      expectSound(answer, { scope: 'ba_demo_1', nowMs: clock.now() });
+      expect(answer.status).toBe(200);
+      expect(answer.body.access_token).toBe(cached.body.access_token);
+    }
+  });
+}
