@@ -29,8 +29,8 @@ export interface FirstLookLimits {
  * that takes the lease if there is no item (`leaseIfAbsent`), so in a cold
  * stampede the winner mints after one round trip and the others learn of its
  * lease in the same call; only with credentials to mint with, so a lease is
- * never taken that the instance cannot use. Otherwise, or when that call is
- * throttled, a strongly consistent read.
+ * never taken that the instance cannot use. Otherwise, or when that call
+ * fails (throttled, or writes failing while reads work), a strongly consistent read.
  */
 export class FirstLook {
   readonly #deps: Pick<TokenServiceDeps, 'store' | 'clock' | 'random' | 'instanceId'>;
@@ -63,7 +63,10 @@ export class FirstLook {
         // Throttled: the item is hot, so it most likely exists. Look again
         // with reads, of which a partition serves three times as many as
         // writes, rather than add writes that compete with the holder's store.
-        if (!(error instanceof StoreUnavailableError && error.throttled)) throw error;
+        // Failed otherwise: writes may fail while reads work (a partial
+        // outage); a token the table still gives beats a degraded mint, and a
+        // table that is down fails the read too, to degraded mode as before.
+        if (!(error instanceof StoreUnavailableError)) throw error;
       }
     }
     const item = await this.#patiently(() => store.get(key));

@@ -106,3 +106,26 @@ for (const fault of ['status500', 'hang'] as const) {
     }
   });
 }
+
+for (const fault of ['status500', 'hang'] as const) {
+  it(`a cold instance whose first write fails (${fault}) serves the token the table still gives, minting nothing`, async () => {
+    // Prepare: the token cached in the table by another instance
+    const clock = new TestClock({ virtualSleep: true });
+    const cached = await ask(instance(clock), 'ba_demo_1');
+    const mintsBefore = sim.stats.tokenRequests;
+    proxy.set(writesFail(fault));
+
+    // Act: a new instance, with the provider up, then one with the provider down
+    const served = await ask(instance(clock), 'ba_demo_1');
+    sim.injectTokenFault({ kind: 'status', status: 503 }, 100);
+    const providerDown = await ask(instance(clock), 'ba_demo_1');
+
+    // Assess
+    for (const answer of [served, providerDown]) {
+      expectSound(answer, { scope: 'ba_demo_1', nowMs: clock.now() });
+      expect(answer.status).toBe(200);
+      expect(answer.body.access_token).toBe(cached.body.access_token);
+    }
+    expect(sim.stats.tokenRequests).toBe(mintsBefore);
+  });
+}
