@@ -100,6 +100,22 @@ export class Leases {
     seenRevision?: Revision,
     holder?: LeaseHolder,
   ): Promise<HeldLease | undefined> {
+    const attempt = await this.attempt(key, nowMs, seenRevision, holder);
+    return attempt.lease;
+  }
+
+  /**
+   * As `take`, saying also whether an attempt that took nothing was
+   * throttled (refused for the rate, not by the lease condition): a waiter
+   * that only ever meets that, while nobody holds the lease, is waiting on a
+   * table that takes no writes, not on another caller.
+   */
+  async attempt(
+    key: string,
+    nowMs: number,
+    seenRevision?: Revision,
+    holder?: LeaseHolder,
+  ): Promise<{ readonly lease?: HeldLease; readonly throttled?: StoreUnavailableError }> {
     const lease = this.next(key, nowMs);
     try {
       const taken = await this.#deps.store.tryAcquireLease(
@@ -110,11 +126,11 @@ export class Leases {
         seenRevision,
         holder ? { holder } : {},
       );
-      return taken ? lease : undefined;
+      return taken ? { lease } : {};
     } catch (error) {
       // Throttled: the item is hot, most likely with others after the same
       // lease. Not taken; this caller waits like any other (see TokenService).
-      if (error instanceof StoreUnavailableError && error.throttled) return undefined;
+      if (error instanceof StoreUnavailableError && error.throttled) return { throttled: error };
       throw error;
     }
   }

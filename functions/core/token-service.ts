@@ -307,10 +307,11 @@ export class TokenService {
     // A lease this read shows is held until this instance has watched it
     // unchanged for a lease period, however long ago its end looks by this
     // clock (lease-watch.ts): no attempt, straight to waiting.
-    const lease =
+    const attempt =
       seen.lease === 'held'
-        ? undefined
-        : await this.#leases.take(key, nowMs, view.revision, holderOf(seen));
+        ? {}
+        : await this.#leases.attempt(key, nowMs, view.revision, holderOf(seen));
+    const { lease } = attempt;
     if (lease !== undefined) {
       const refreshing = this.#leases.mintUnder(lease, scope, view.credentials, servable, minTtl, {
         replacesRevoked: reported,
@@ -336,6 +337,7 @@ export class TokenService {
       result: await this.#waitForRefresh(key, scope, minTtl, view.credentials, revoked, {
         watch,
         schedule,
+        throttled: attempt.throttled,
       }),
     };
   }
@@ -372,9 +374,16 @@ export class TokenService {
     minTtl: number,
     credentials: ProviderCredentials,
     revoked: string | undefined,
-    { watch, schedule }: { watch: LeaseWatch; schedule: PollSchedule },
+    {
+      watch,
+      schedule,
+      throttled,
+    }: { watch: LeaseWatch; schedule: PollSchedule; throttled?: StoreUnavailableError | undefined },
   ): Promise<VendResult> {
     const { clock } = this.#deps;
+    // The last lease attempt was throttled while nobody held the lease: until
+    // a read shows a holder, nobody is minting (see the end of the wait).
+    let unheldThrottled = throttled;
     const deadline = clock.now() + this.#maxWaitMs;
     this.#deps.count?.('LeaseWaits');
     while (clock.now() < deadline) {
@@ -413,9 +422,12 @@ export class TokenService {
         );
       }
       const seen = watch.observe(item, readAtMs);
+      if (item?.leaseUntil !== undefined) unheldThrottled = undefined;
       if (seen.lease !== 'held') {
         // The holder died or gave up: take over (unless a token just appeared).
-        const lease = await this.#leases.take(key, clock.now(), view.revision, holderOf(seen));
+        const attempt = await this.#leases.attempt(key, clock.now(), view.revision, holderOf(seen));
+        const { lease } = attempt;
+        if (item?.leaseUntil === undefined) unheldThrottled = attempt.throttled;
         if (lease !== undefined) {
           this.#deps.count?.('LeaseTakeovers');
           this.#deps.logger.warn('took over an expired lease', { scope: scope ?? 'unscoped' });
@@ -427,6 +439,10 @@ export class TokenService {
         }
       }
     }
+    // Nobody held the lease and the table refused this caller's lease writes
+    // for their rate: the table takes no writes, so nobody will store a
+    // token. That is the table unavailable (degraded service), not the provider.
+    if (unheldThrottled) throw unheldThrottled;
     throw new UpstreamUnavailableError(
       'Timed out waiting for another instance to refresh the token.',
       2,

@@ -129,3 +129,23 @@ for (const fault of ['status500', 'hang'] as const) {
     expect(sim.stats.tokenRequests).toBe(mintsBefore);
   });
 }
+
+it('every write throttled and no lease held anywhere: the waiter is served degraded within the Lambda timeout, not 503', async () => {
+  // Regression: a throttled lease attempt counted as "another caller has it",
+  // so with every write throttled and nobody holding the lease, callers
+  // polled an item nobody would ever fill and got 503 upstream_unavailable
+  // (the provider was fine) after 13 s, for as long as the throttling lasted.
+  const clock = new TestClock({ virtualSleep: true });
+  const counted: CoreMetric[] = [];
+  const cold = instance(clock, counted);
+  proxy.set(writesFail('throttle'));
+  const startedMs = clock.now();
+
+  const answer = await ask(cold, 'ba_demo_1');
+
+  expectSound(answer, { scope: 'ba_demo_1', nowMs: clock.now() });
+  expect(answer.status).toBe(200);
+  expect(clock.now() - startedMs).toBeLessThan(30_000);
+  expect(sim.stats.tokenRequests).toBe(1);
+  expect(counted).toContain('Degraded');
+}, 30_000); // the SDK's real back-off between throttled attempts
