@@ -147,12 +147,20 @@ export class Leases {
     return { key, takenAtMs: nowMs, untilMs: this.#lastLeaseEnd };
   }
 
-  /** Gives the lease up; a store failure here only delays others until the lease runs out. */
+  /**
+   * Gives the lease up; a store failure here only delays others until the
+   * lease runs out. Logged, not counted as `Degraded`: it degrades no vend
+   * (the caller is answered as it would be), and a vend whose store failed
+   * first was counted once already.
+   */
   async release(lease: HeldLease, failure?: RefreshFailure): Promise<void> {
     try {
       await this.#deps.store.releaseLease(lease.key, this.#deps.instanceId, failure, lease.untilMs);
     } catch (error) {
-      storeFailed(this.#deps, 'release lease', error);
+      this.#deps.logger.warn('token store unavailable; the lease is left to run out', {
+        operation: 'release lease',
+        error: describe(error),
+      });
     }
   }
 

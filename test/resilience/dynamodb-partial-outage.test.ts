@@ -149,3 +149,25 @@ it('every write throttled and no lease held anywhere: the waiter is served degra
   expect(sim.stats.tokenRequests).toBe(1);
   expect(counted).toContain('Degraded');
 }, 30_000); // the SDK's real back-off between throttled attempts
+
+it('the table lost between the lease and the store: one degraded vend counts Degraded once', async () => {
+  // Prepare: a cached token that has expired; the next lease write is answered, every later write fails
+  const clock = new TestClock({ virtualSleep: true });
+  const counted: CoreMetric[] = [];
+  const warm = instance(clock, counted);
+  await ask(warm, 'ba_demo_1');
+  clock.advance(7200);
+  let writes = 0;
+  proxy.set((operation) =>
+    operation === 'UpdateItem' && ++writes > 1 ? { kind: 'status500' } : { kind: 'pass' },
+  );
+  counted.length = 0;
+
+  // Act
+  const answer = await ask(warm, 'ba_demo_1');
+
+  // Assess: served from the provider, degraded, counted as one degraded vend
+  expectSound(answer, { scope: 'ba_demo_1', nowMs: clock.now() });
+  expect(answer.status).toBe(200);
+  expect(counted.filter((metric) => metric === 'Degraded')).toHaveLength(1);
+});
