@@ -235,7 +235,8 @@ export class TokenService {
       return await this.#fromShared(key, scope, minTtl, credentials, revoked, read);
     } catch (error) {
       if (error instanceof StoreUnavailableError) {
-        storeFailed(this.#deps, error instanceof SealerUnavailableError ? 'kms' : 'read', error);
+        // 'lookup': any call of it (a read, the lease write, a poll); the error names which.
+        storeFailed(this.#deps, error instanceof SealerUnavailableError ? 'kms' : 'lookup', error);
         return {
           result: await this.#degraded.serve(
             key,

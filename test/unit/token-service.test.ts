@@ -140,7 +140,7 @@ describe('TokenService', () => {
     expect(second.token.accessToken).toBe('tok-2');
     expect(t.logger.warn).toHaveBeenCalledWith(
       'token store unavailable; serving degraded',
-      expect.objectContaining({ operation: 'read' }),
+      expect.objectContaining({ operation: 'lookup' }),
     );
   });
 
