@@ -260,6 +260,10 @@ export class TokenService {
     revoked: string | undefined,
     read: SharedRead,
   ): Promise<Lookup> {
+    // The waiters' bound counts from here: a first look kept patient by a
+    // throttled item uses part of it, so look and wait together stay within
+    // one bound, and a mint after them within the function's timeout.
+    const startedMs = this.#deps.clock.now();
     const look = await this.#firstLook.look(key, known);
     if (look.leased) {
       // There was no item: this lookup created it, holding the lease.
@@ -339,6 +343,7 @@ export class TokenService {
         watch,
         schedule,
         throttled: attempt.throttled,
+        startedMs,
       }),
     };
   }
@@ -379,13 +384,20 @@ export class TokenService {
       watch,
       schedule,
       throttled,
-    }: { watch: LeaseWatch; schedule: PollSchedule; throttled?: StoreUnavailableError | undefined },
+      startedMs,
+    }: {
+      watch: LeaseWatch;
+      schedule: PollSchedule;
+      throttled?: StoreUnavailableError | undefined;
+      /** When the lookup began, this instance's clock: the bound counts from then. */
+      startedMs: number;
+    },
   ): Promise<VendResult> {
     const { clock } = this.#deps;
     // The last lease attempt was throttled while nobody held the lease: until
     // a read shows a holder, nobody is minting (see the end of the wait).
     let unheldThrottled = throttled;
-    const deadline = clock.now() + this.#maxWaitMs;
+    const deadline = startedMs + this.#maxWaitMs;
     this.#deps.count?.('LeaseWaits');
     while (clock.now() < deadline) {
       await clock.sleep(Math.min(schedule.next(), deadline - clock.now()));

@@ -1,6 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { StoreUnavailableError } from '../../functions/core/errors.js';
-import { NO_REVISION, type StoredItem } from '../../functions/core/ports.js';
+import { NO_REVISION, type StoredItem, type TokenStore } from '../../functions/core/ports.js';
+import { keepRenewingLease } from '../support/renewing-holder.js';
 import { setup, storeToken } from '../support/token-service-fixture.js';
 
 /**
@@ -126,6 +127,33 @@ describe('lease waiters', () => {
     expect(throttled).toBe(3);
     expect(result.token.accessToken).toBe('tok-from-b');
     expect(result.outcome.degraded).toBe(false);
+    expect(t.provider.state.mints).toBe(0);
+  });
+
+  it('regression: a first look throttled for most of the bound leaves only the rest of it to wait, so a vend ends within one bound, not two', async () => {
+    // A live holder that keeps its lease (renewing, never storing), and reads
+    // of the hot item refused for their rate for 12 s of the 13 s bound. The
+    // patient first look and the wait each used to get a whole bound: 24 s of
+    // waiting, then a mint, past the function's 30 s timeout.
+    const holderSees = {
+      get: t.store.get.bind(t.store),
+      tryAcquireLease: t.store.tryAcquireLease.bind(t.store),
+    } as unknown as TokenStore;
+    await keepRenewingLease(holderSees, 'TOKEN#ba_1', t.clock);
+    const look = t.store.leaseIfAbsent.bind(t.store);
+    const get = t.store.get.bind(t.store);
+    t.store.leaseIfAbsent = async (...args) => {
+      if (t.clock.now() < t0 + 11_000) throw throttle();
+      return look(...args);
+    };
+    t.store.get = async (pk) => {
+      if (t.clock.now() < t0 + 11_000) throw throttle();
+      return get(pk);
+    };
+
+    await expect(t.a.getToken('ba_1', 300)).rejects.toMatchObject({ code: 'upstream_unavailable' });
+
+    expect(t.clock.now() - t0).toBeLessThanOrEqual(13_000 + 800);
     expect(t.provider.state.mints).toBe(0);
   });
 
