@@ -9,6 +9,7 @@ import { systemClock } from '../core/clock.js';
 import { createAwsRuntime } from '../vend-token/aws-runtime.js';
 import { forceRefresh } from './force-refresh.js';
 import {
+  refreshStartDeadline,
   runScheduledRefresh,
   ScheduledRefreshFailedError,
   scheduledRefreshDueWithin,
@@ -53,11 +54,21 @@ export const handler = async (event: unknown, context: Context) => {
         dueWithinSeconds: scheduledRefreshDueWithin(extra.intervalSeconds),
         // The policy now in force: a scope removed from it is never refreshed upstream.
         scopes: (await policy.current()).policy.scopes,
+        // Stop starting refreshes while there is time to finish them and report.
+        deadlineMs: refreshStartDeadline(systemClock.now(), context.getRemainingTimeInMillis()),
       },
     );
     logger.info('scheduled refresh', { ...report });
+    if (report.deferred.length > 0) {
+      // Not a failure: those scopes are served, and refreshed ahead by their first caller.
+      logger.warn('scheduled refresh left scopes to the vend path', {
+        deferred: report.deferred.length,
+        first: report.deferred.slice(0, 20),
+      });
+    }
     metrics.addMetric('ScheduledRefreshes', 'Count', report.refreshed.length);
     metrics.addMetric('ScheduledRefreshFailures', 'Count', report.failed.length);
+    metrics.addMetric('ScheduledRefreshDeferred', 'Count', report.deferred.length);
     // Failing the invocation lets Lambda's Errors metric and the schedule's retries see it.
     if (report.failed.length > 0) throw new ScheduledRefreshFailedError(report);
     return report;

@@ -1,5 +1,6 @@
 import type { Clock } from '../core/clock.js';
 import { describe } from '../core/describe-error.js';
+import { UpstreamUnavailableError } from '../core/errors.js';
 import { scopeName as label, scopeOfKey } from '../core/item-keys.js';
 import type { TokenStore } from '../core/ports.js';
 import { failureCode } from '../core/refresh-failure.js';
@@ -18,6 +19,31 @@ export interface ScheduledRefreshConfig {
   readonly scopes: ReadonlySet<string>;
   /** Scopes refreshed at once. Default 4. */
   readonly concurrency?: number;
+  /**
+   * Epoch ms (on the deps' clock) after which no further refresh starts: the
+   * rest is reported `deferred`. The handler sets it from the invocation's
+   * remaining time (refreshStartDeadline), so a run ends before Lambda's
+   * timeout would cut it off unreported. Default: none.
+   */
+  readonly deadlineMs?: number;
+}
+
+/**
+ * The longest one scheduled refresh can take once started: the lease (10 s),
+ * within which the provider's attempts, backoff and Retry-After waits end
+ * (provider-client.ts), plus DynamoDB and KMS calls (5 s timeouts each) for
+ * the read, the lease, the seal and the store, with a margin.
+ */
+export const LONGEST_REFRESH_MS = 30_000;
+
+/**
+ * The latest time an invocation with `remainingMs` left may start a scope's
+ * refresh: the longest one refresh takes is kept back, so the last one
+ * started ends, and the run reports, before the function's timeout. A short
+ * invocation still gets half its time.
+ */
+export function refreshStartDeadline(nowMs: number, remainingMs: number): number {
+  return nowMs + Math.max(remainingMs - LONGEST_REFRESH_MS, remainingMs / 2);
 }
 
 /** How late a scheduled run may start and still refresh before any vend sees the window. */
@@ -55,6 +81,15 @@ export interface ScheduledRefreshReport {
   /** Cached but no longer in the access policy: never sent upstream. */
   readonly unconfigured: string[];
   readonly failed: Array<{ readonly scope: string; readonly code: string }>;
+  /**
+   * In use but not tried in this run: its time ran out (`deadlineMs`), or
+   * the provider asked to wait (429/503 with Retry-After, or it was
+   * unavailable) past it. Left to the vend path's refresh-ahead (one caller
+   * mints under the lease, the others keep the current token) and to the
+   * next run; the most urgent scopes are tried first, so these are the ones
+   * that expire last.
+   */
+  readonly deferred: string[];
 }
 
 /** A run in which some refresh failed; thrown after every scope was tried. */
@@ -85,16 +120,22 @@ export async function runScheduledRefresh(
     unused: [],
     unconfigured: [],
     failed: [],
+    deferred: [],
   };
   const now = Math.floor(deps.clock.now() / 1000);
-  const due: Array<string | undefined> = [];
+  const inUse: Array<{ scope: string | undefined; expiresAt: number }> = [];
   for (const item of await deps.store.list()) {
     const scope = scopeOfKey(item.pk);
     if (scope === null) continue;
     if (scope !== undefined && !config.scopes.has(scope)) report.unconfigured.push(scope);
     else if (!isInUse(item, now, config.inUseWindowSeconds)) report.unused.push(label(scope));
-    else due.push(scope);
+    else inUse.push({ scope, expiresAt: item.token?.expiresAt ?? 0 });
   }
+  // Most urgent first: a run that cannot try every scope leaves those that expire last.
+  const due = inUse.sort((a, b) => a.expiresAt - b.expiresAt).map((entry) => entry.scope);
+  const deadlineMs = config.deadlineMs ?? Number.POSITIVE_INFINITY;
+  /** No lane starts a refresh before this (epoch ms): the provider asked every caller to wait. */
+  let holdUntilMs = 0;
   const refreshOne = async (scope: string | undefined): Promise<void> => {
     try {
       const result = await deps.tokens.refresh(scope, {
@@ -105,14 +146,27 @@ export async function runScheduledRefresh(
       const code = failureCode(error);
       report.failed.push({ scope: label(scope), code });
       deps.logger.warn('scheduled refresh failed', { scope: label(scope), error: describe(error) });
+      if (error instanceof UpstreamUnavailableError) {
+        // A 429 or 503 is the provider's, not the scope's: its Retry-After (the
+        // error's default when it sent none) holds every lane, not only this one.
+        holdUntilMs = Math.max(holdUntilMs, deps.clock.now() + error.retryAfter * 1000);
+      }
     }
   };
   const lanes = Math.max(1, config.concurrency ?? 4);
   let next = 0;
   await Promise.all(
     Array.from({ length: lanes }, async () => {
-      while (next < due.length) await refreshOne(due[next++]);
+      while (next < due.length) {
+        const waitMs = holdUntilMs - deps.clock.now();
+        if (waitMs > 0 && holdUntilMs < deadlineMs) await deps.clock.sleep(waitMs);
+        const startMs = deps.clock.now();
+        if (startMs >= deadlineMs || holdUntilMs >= deadlineMs) break;
+        if (startMs < holdUntilMs) continue; // another lane's failure extended the hold
+        await refreshOne(due[next++]);
+      }
     }),
   );
+  for (const scope of due.slice(next)) report.deferred.push(label(scope));
   return report;
 }

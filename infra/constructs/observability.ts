@@ -490,6 +490,9 @@ export class Observability extends Construct {
       graph('Scheduled refresh', [
         metric('ScheduledRefreshes', 'refresh', { label: 'scopes refreshed' }),
         metric('ScheduledRefreshFailures', 'refresh', { label: 'scopes failed' }),
+        metric('ScheduledRefreshDeferred', 'refresh', {
+          label: 'scopes left to vend (run out of time)',
+        }),
         refreshCredentialsRejected.with({ label: 'credentials rejected' }),
       ]),
       graph('Key issuing', [

@@ -44,7 +44,8 @@ export class Refresh extends Construct {
       description:
         'Refreshes in-use cached tokens ahead of expiry (every 5 minutes, and on admin request)',
       // 4 minutes, under the 5-minute period, so scheduled runs never overlap;
-      // a run refreshes 4 scopes at a time in about a second each.
+      // a run refreshes 4 scopes at a time in about a second each, and starts
+      // none in the last 30 s (refreshStartDeadline): the rest is "deferred".
       timeout: Duration.minutes(4),
       memorySize: 512,
       // Unreserved unless the stage sets it (2: one scheduled run and one

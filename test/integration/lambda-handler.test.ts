@@ -88,7 +88,11 @@ afterEach(() => {
   process.env = { ...saved };
 });
 
-const context = { functionName: 'vend-token', awsRequestId: 'r1' } as unknown as Context;
+const context = {
+  functionName: 'vend-token',
+  awsRequestId: 'r1',
+  getRemainingTimeInMillis: () => 240_000,
+} as unknown as Context;
 
 /**
  * Runs `act` with DynamoDB's endpoint pointed at a server that accepts
@@ -314,7 +318,7 @@ describe('refresh Lambda handler', () => {
 
     expect(report).toMatchObject({ failed: [] });
     expect(Object.keys(report as object).sort()).toEqual(
-      ['busy', 'failed', 'fresh', 'refreshed', 'unconfigured', 'unused'].sort(),
+      ['busy', 'deferred', 'failed', 'fresh', 'refreshed', 'unconfigured', 'unused'].sort(),
     );
   });
 

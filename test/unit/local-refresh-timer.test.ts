@@ -16,6 +16,7 @@ const report = (patch: Partial<ScheduledRefreshReport> = {}): ScheduledRefreshRe
   unused: [],
   unconfigured: [],
   failed: [],
+  deferred: [],
   ...patch,
 });
 
