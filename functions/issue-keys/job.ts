@@ -187,7 +187,11 @@ export function createKeyIssuingJob(
       } else {
         outcome = await issueForId(perId, requestConfig, id, forceId);
       }
-      count(METRIC[outcome.kind]);
+      // Not the id's failure: the invocation ran out of time first. The run
+      // still fails, so Lambda's retry of it takes the id (the failed-runs
+      // queue pages if the retries run out too); it pages nobody itself.
+      const notAttempted = outcome.kind === 'failed' && outcome.code === 'not_attempted';
+      count(notAttempted ? 'KeysNotAttempted' : METRIC[outcome.kind]);
       if (outcome.kind === 'issued') {
         result.issued.push(id);
         if (outcome.recovered) count('KeysRecovered');
@@ -205,7 +209,8 @@ export function createKeyIssuingJob(
         force,
         latencyMs: clock.now() - started,
       };
-      if (outcome.kind === 'failed') logger.error('key job', line);
+      if (notAttempted) logger.warn('key job', line);
+      else if (outcome.kind === 'failed') logger.error('key job', line);
       else logger.info('key job', line);
     }
     logger.info('key issuing run finished', {

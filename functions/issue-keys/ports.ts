@@ -214,6 +214,11 @@ export type KeyJobMetric =
   | 'KeysIssued'
   | 'KeysRecovered'
   | 'KeysSkipped'
+  /**
+   * An id the run had no time left to start (`not_attempted`): not counted as
+   * a KeyIssuingFailure, which pages; the run fails and Lambda retries it.
+   */
+  | 'KeysNotAttempted'
   | 'KeyIssuingFailures'
   | 'KeysEndpointRequests'
   | 'KeysEndpointErrors'
