@@ -9,9 +9,10 @@ import { systemClock } from '../core/clock.js';
 import { createAwsRuntime } from '../vend-token/aws-runtime.js';
 import { forceRefresh } from './force-refresh.js';
 import {
+  endRun,
+  failedOnProviderAlone,
   refreshStartDeadline,
   runScheduledRefresh,
-  ScheduledRefreshFailedError,
   scheduledRefreshDueWithin,
 } from './scheduled-refresh.js';
 
@@ -25,6 +26,8 @@ const { runtime, store, policy, logger, metrics, extra } = createAwsRuntime(
     intervalSeconds: reader.integer('REFRESH_INTERVAL_SECONDS', 300, 60, 3600),
   }),
 );
+
+const count = (metric: 'RefreshRunsFailedUpstream') => metrics.addMetric(metric, 'Count', 1);
 
 const isRefreshEvent = (event: unknown): boolean =>
   typeof event === 'object' &&
@@ -44,7 +47,11 @@ export const handler = async (event: unknown, context: Context) => {
       if (parsed.action !== 'refresh') throw new AdminError('invalid_request', 'not a refresh');
       assertConfiguredScope((await policy.current()).policy.scopes, parsed.scope);
       return await forceRefresh(runtime.tokens, parsed.scope).catch((error: unknown) => {
-        throw asAdminError(error);
+        const failure = asAdminError(error);
+        if (failure instanceof AdminError && failedOnProviderAlone([failure.code])) {
+          count('RefreshRunsFailedUpstream');
+        }
+        throw failure;
       });
     }
     const report = await runScheduledRefresh(
@@ -69,9 +76,7 @@ export const handler = async (event: unknown, context: Context) => {
     metrics.addMetric('ScheduledRefreshes', 'Count', report.refreshed.length);
     metrics.addMetric('ScheduledRefreshFailures', 'Count', report.failed.length);
     metrics.addMetric('ScheduledRefreshDeferred', 'Count', report.deferred.length);
-    // Failing the invocation lets Lambda's Errors metric and the schedule's retries see it.
-    if (report.failed.length > 0) throw new ScheduledRefreshFailedError(report);
-    return report;
+    return endRun(report, count);
   } finally {
     metrics.publishStoredMetrics();
   }

@@ -92,6 +92,38 @@ export interface ScheduledRefreshReport {
   readonly deferred: string[];
 }
 
+/**
+ * The provider's failures (provider-client.ts): upstream-errors and
+ * credentials-rejected page for them, so a refresh that failed on these
+ * alone is counted `RefreshRunsFailedUpstream` and refresh-errors leaves it
+ * out (one fault, one page). Any other (the table, KMS, a bug) still pages.
+ */
+const PROVIDER_CODES: ReadonlySet<string> = new Set([
+  'upstream_unavailable',
+  'upstream_error',
+  'upstream_credentials_rejected',
+]);
+
+/** Whether failures with these codes were the provider's alone (none: no). */
+export function failedOnProviderAlone(codes: readonly string[]): boolean {
+  return codes.length > 0 && codes.every((code) => PROVIDER_CODES.has(code));
+}
+
+/**
+ * How a scheduled run ends: its report, or, when a refresh failed, a
+ * ScheduledRefreshFailedError (Lambda's Errors metric and the schedule's
+ * retries see it), counting `RefreshRunsFailedUpstream` first when every
+ * failure was the provider's.
+ */
+export function endRun(
+  report: ScheduledRefreshReport,
+  count: (metric: 'RefreshRunsFailedUpstream') => void,
+): ScheduledRefreshReport {
+  if (report.failed.length === 0) return report;
+  if (failedOnProviderAlone(report.failed.map((f) => f.code))) count('RefreshRunsFailedUpstream');
+  throw new ScheduledRefreshFailedError(report);
+}
+
 /** A run in which some refresh failed; thrown after every scope was tried. */
 export class ScheduledRefreshFailedError extends Error {
   override name = 'ScheduledRefreshFailedError';

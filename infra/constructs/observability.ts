@@ -70,7 +70,7 @@ export const vendInternalErrorsMetric = (period?: Duration): cloudwatch.Metric =
   });
 
 /** The functions that count failed invocations another signal owns. */
-export type ExcusingService = 'admin' | 'issue-keys';
+export type ExcusingService = 'admin' | 'issue-keys' | 'refresh';
 
 /**
  * Failed invocations a function counts because they are no fault of its own
@@ -90,6 +90,10 @@ export const EXCUSED = {
     id: 'invoked',
     says: 'actions the invoked refresh or issue-keys function failed (its own alarms page)',
   },
+  RefreshRunsFailedUpstream: {
+    id: 'provider',
+    says: 'refreshes that failed on the provider alone (upstream-errors and credentials-rejected page for those)',
+  },
 } as const;
 export type ExcusedMetric = keyof typeof EXCUSED;
 
@@ -103,6 +107,7 @@ export type ExcusedMetric = keyof typeof EXCUSED;
 export const EXCUSED_FAILURES: Record<ExcusingService, readonly ExcusedMetric[]> = {
   admin: ['InvalidEvents', 'InvokedFunctionFailures'],
   'issue-keys': ['InvalidEvents', 'RefusedRequests', 'KeyIssuingRunsFailed'],
+  refresh: ['RefreshRunsFailedUpstream'],
 };
 
 /** A function's Errors less the `excused` failed invocations it counted. */
@@ -317,7 +322,7 @@ export class Observability extends Construct {
       const errors = fn.function.metricErrors({ period: PERIOD, statistic: 'Sum' });
       // Admin and issue-keys count the failed invocations another alarm pages
       // for, or that answer an operator's own mistake (EXCUSED_FAILURES).
-      const excused = short === 'admin' || short === 'issue-keys' ? EXCUSED_FAILURES[short] : [];
+      const excused = short in EXCUSED_FAILURES ? EXCUSED_FAILURES[short as ExcusingService] : [];
       add(
         `${short}-errors`,
         excused.length === 0
@@ -521,6 +526,9 @@ export class Observability extends Construct {
         metric('RefusedRequests', 'issue-keys', { label: 'clear-pending-key refused' }),
         metric('InvokedFunctionFailures', 'admin', {
           label: 'admin actions the invoked function failed',
+        }),
+        metric('RefreshRunsFailedUpstream', 'refresh', {
+          label: 'refreshes failed on the provider alone',
         }),
       ]),
       graph('Access policy', [

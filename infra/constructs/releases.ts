@@ -18,13 +18,16 @@ import type { TokenVendingFunction } from './token-vending-function.js';
 
 /**
  * The failed invocations a release alarm leaves out: what the paging alarms
- * leave out (EXCUSED_FAILURES), except a key-issuing run failed for ids,
- * which a broken release can cause (rolling back costs nothing), while a
- * refused request or the invoked function's failure it cannot.
+ * leave out (EXCUSED_FAILURES), except a key-issuing run failed for ids or a
+ * refresh failed on the provider, which a broken release can cause (rolling
+ * back costs nothing), while a refused request or the invoked function's
+ * failure it cannot.
  */
 export const RELEASE_EXCUSED: Record<ExcusingService, readonly ExcusedMetric[]> = {
   admin: EXCUSED_FAILURES.admin,
   'issue-keys': EXCUSED_FAILURES['issue-keys'].filter((m) => m !== 'KeyIssuingRunsFailed'),
+  // A release's bug can make the provider refuse every request (upstream_error).
+  refresh: [],
 };
 
 const CONFIGS: Record<VendDeployment, codedeploy.ILambdaDeploymentConfig> = {

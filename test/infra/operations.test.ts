@@ -426,7 +426,7 @@ describe('dashboard and alarms', () => {
     });
   });
 
-  it.each([VEND, REFRESH])('alarms on every failed invocation of %s', (name) => {
+  it.each([VEND])('alarms on every failed invocation of %s', (name) => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Namespace: 'AWS/Lambda',
       MetricName: 'Errors',
@@ -443,6 +443,7 @@ describe('dashboard and alarms', () => {
       'issue-keys',
       { invalid: 'InvalidEvents', refused: 'RefusedRequests', failedids: 'KeyIssuingRunsFailed' },
     ],
+    [REFRESH, 'refresh', { provider: 'RefreshRunsFailedUpstream' }],
   ] as const)(
     'alarms on failed invocations of %s, less those another alarm pages for or an operator caused',
     (name, service, excused) => {

@@ -24,9 +24,10 @@ import { TokenService } from '../../functions/core/token-service.js';
 import type { ClearPendingKeyResult } from '../../functions/issue-keys/clear-pending-key.js';
 import { KeyIssuingError, type KeyIssuingResult } from '../../functions/issue-keys/errors.js';
 import { createKeyIssuingJob } from '../../functions/issue-keys/job.js';
+import { endRun, type ScheduledRefreshReport } from '../../functions/refresh/scheduled-refresh.js';
 import { TestClock } from '../support/clock.js';
 import { emittedMetrics, type MetricIdentity, sameMetric, watchedMetric } from '../support/emf.js';
-import { ADMIN, functionId, ISSUE_KEYS, synth } from '../support/infra.js';
+import { ADMIN, functionId, ISSUE_KEYS, REFRESH, synth } from '../support/infra.js';
 import { MemoryTokenStore } from '../support/memory-store.js';
 import { CREDS, fakeProvider } from '../support/token-service-fixture.js';
 
@@ -297,6 +298,50 @@ describe('one fault, one page', () => {
     expect(firing(template, [], { [functionId(template, ISSUE_KEYS)]: 1 })).toEqual([
       'issue-keys-errors',
     ]);
+  });
+});
+
+describe('a scheduled refresh that failed', () => {
+  let template: Template;
+  beforeAll(() => {
+    template = synth().template;
+  });
+
+  /** The refresh function ending a run (functions/refresh/handler.ts wiring) whose refreshes failed with `codes`. */
+  async function endedWith(codes: string[]): Promise<Failed> {
+    const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'refresh' });
+    const report: ScheduledRefreshReport = {
+      refreshed: [],
+      fresh: [],
+      busy: [],
+      unused: [],
+      unconfigured: [],
+      failed: codes.map((code, i) => ({ scope: `ba_${i}`, code })),
+      deferred: [],
+    };
+    return invocation(metrics, async () =>
+      endRun(report, (metric) => metrics.addMetric(metric, MetricUnit.Count, 1)),
+    );
+  }
+
+  it('regression: on the provider alone pages nobody for the run: upstream-errors and credentials-rejected page for the provider', async () => {
+    // A provider outage paged twice (refresh-errors and upstream-errors), and
+    // one provider blip failing one refresh paged refresh-errors on its own.
+    const run = await endedWith(['upstream_unavailable', 'upstream_credentials_rejected']);
+
+    expect(run.error.message).toMatch(/^Refresh failed for ba_0 \(upstream_unavailable\)/);
+    expect(firing(template, run.emitted, { [functionId(template, REFRESH)]: 1 })).toEqual([]);
+  });
+
+  it('on the table, or on the provider and the table, still pages refresh-errors', async () => {
+    for (const codes of [['store_unavailable'], ['upstream_unavailable', 'sealer_unavailable']]) {
+      const run = await endedWith(codes);
+
+      expect(
+        firing(template, run.emitted, { [functionId(template, REFRESH)]: 1 }),
+        codes.join(),
+      ).toEqual(['refresh-errors']);
+    }
   });
 });
 
