@@ -110,8 +110,9 @@ describe('scheduled refresh at scale', () => {
 
   it('a provider answering 429 with a Retry-After the run can wait out is waited out by every lane before the next scope is tried', async () => {
     // Prepare: the first four token requests are refused with Retry-After: 6 (longer than
-    // the provider client waits itself, 5 s); every lane's wait passes on the virtual clock
-    const clock = new TestClock({ virtualSleep: true, frozenAt: Date.now() });
+    // the provider client waits itself, 5 s). Real time: a virtual sleep of one
+    // lane would move the clock under the others' mints in flight, past their deadlines
+    const clock = new TestClock();
     const { store, tokens } = await cachedAndDue(clock);
     shared.sim.injectTokenFault({ kind: 'status', status: 429, retryAfter: 6 }, 4);
     const started = clock.now();
