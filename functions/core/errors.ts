@@ -173,9 +173,18 @@ export class CredentialsUnavailableError extends Error {
   override name = 'CredentialsUnavailableError';
 }
 
+/**
+ * The 503 a caller gets when the credentials secret cannot be read: the vend
+ * API's `upstream_unavailable`, but no fault of the provider's (no request
+ * reached it), so the refresh function does not excuse it as one.
+ */
+export class CredentialsUnreadableError extends UpstreamUnavailableError {
+  override name = 'CredentialsUnreadableError';
+}
+
 /** The 503 for a secret that cannot be read and no token to serve without it. */
 export function credentialsUnavailable(): UpstreamUnavailableError {
-  return new UpstreamUnavailableError(
+  return new CredentialsUnreadableError(
     'The provider credentials cannot be read right now; try again shortly.',
     5,
   );

@@ -11,6 +11,7 @@ import { forceRefresh } from './force-refresh.js';
 import {
   endRun,
   failedOnProviderAlone,
+  refreshFailureCode,
   refreshStartDeadline,
   runScheduledRefresh,
   scheduledRefreshDueWithin,
@@ -48,7 +49,7 @@ export const handler = async (event: unknown, context: Context) => {
       assertConfiguredScope((await policy.current()).policy.scopes, parsed.scope);
       return await forceRefresh(runtime.tokens, parsed.scope).catch((error: unknown) => {
         const failure = asAdminError(error);
-        if (failure instanceof AdminError && failedOnProviderAlone([failure.code])) {
+        if (failure instanceof AdminError && failedOnProviderAlone([refreshFailureCode(error)])) {
           count('RefreshRunsFailedUpstream');
         }
         throw failure;

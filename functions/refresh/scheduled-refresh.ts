@@ -1,6 +1,6 @@
 import type { Clock } from '../core/clock.js';
 import { describe } from '../core/describe-error.js';
-import { UpstreamUnavailableError } from '../core/errors.js';
+import { CredentialsUnreadableError, UpstreamUnavailableError } from '../core/errors.js';
 import { scopeName as label, scopeOfKey } from '../core/item-keys.js';
 import type { TokenStore } from '../core/ports.js';
 import { failureCode } from '../core/refresh-failure.js';
@@ -104,7 +104,20 @@ const PROVIDER_CODES: ReadonlySet<string> = new Set([
   'upstream_credentials_rejected',
 ]);
 
-/** Whether failures with these codes were the provider's alone (none: no). */
+/**
+ * A refresh that could not read the credentials secret: the vend API answers
+ * it `upstream_unavailable`, but the provider was never asked (so
+ * upstream-errors never counts it), and a run reports it under this code so
+ * that refresh-errors pages for it.
+ */
+export const CREDENTIALS_UNAVAILABLE = 'credentials_unavailable';
+
+/** The code a refresh's failure is reported under: the vend API's, but an unreadable secret's own. */
+export function refreshFailureCode(error: unknown): string {
+  return error instanceof CredentialsUnreadableError ? CREDENTIALS_UNAVAILABLE : failureCode(error);
+}
+
+/** Whether failures with these codes (refreshFailureCode) were the provider's alone (none: no). */
 export function failedOnProviderAlone(codes: readonly string[]): boolean {
   return codes.length > 0 && codes.every((code) => PROVIDER_CODES.has(code));
 }
@@ -175,7 +188,7 @@ export async function runScheduledRefresh(
       });
       report[result.status].push(label(scope));
     } catch (error) {
-      const code = failureCode(error);
+      const code = refreshFailureCode(error);
       report.failed.push({ scope: label(scope), code });
       deps.logger.warn('scheduled refresh failed', { scope: label(scope), error: describe(error) });
       if (error instanceof UpstreamUnavailableError) {

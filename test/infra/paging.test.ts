@@ -19,17 +19,22 @@ import { KmsSealer } from '../../functions/adapters/sealers.js';
 import { createAdmin } from '../../functions/admin/admin.js';
 import { AccessPolicy } from '../../functions/core/access-policy.js';
 import { systemClock } from '../../functions/core/clock.js';
+import { CredentialsUnavailableError } from '../../functions/core/errors.js';
 import { fixedPolicy } from '../../functions/core/policy-source.js';
 import { TokenService } from '../../functions/core/token-service.js';
 import type { ClearPendingKeyResult } from '../../functions/issue-keys/clear-pending-key.js';
 import { KeyIssuingError, type KeyIssuingResult } from '../../functions/issue-keys/errors.js';
 import { createKeyIssuingJob } from '../../functions/issue-keys/job.js';
-import { endRun, type ScheduledRefreshReport } from '../../functions/refresh/scheduled-refresh.js';
+import {
+  endRun,
+  runScheduledRefresh,
+  type ScheduledRefreshReport,
+} from '../../functions/refresh/scheduled-refresh.js';
 import { TestClock } from '../support/clock.js';
 import { emittedMetrics, type MetricIdentity, sameMetric, watchedMetric } from '../support/emf.js';
 import { ADMIN, functionId, ISSUE_KEYS, REFRESH, synth } from '../support/infra.js';
 import { MemoryTokenStore } from '../support/memory-store.js';
-import { CREDS, fakeProvider } from '../support/token-service-fixture.js';
+import { CREDS, fakeProvider, setup } from '../support/token-service-fixture.js';
 
 const lambda = mockClient(LambdaClient);
 const saved = process.env.POWERTOOLS_METRICS_DISABLED;
@@ -331,6 +336,40 @@ describe('a scheduled refresh that failed', () => {
 
     expect(run.error.message).toMatch(/^Refresh failed for ba_0 \(upstream_unavailable\)/);
     expect(firing(template, run.emitted, { [functionId(template, REFRESH)]: 1 })).toEqual([]);
+  });
+
+  it('regression: the credentials secret unreadable by refresh is not the provider: it pages refresh-errors', async () => {
+    // The refresh answered upstream_unavailable (the vend API's code for an
+    // unreadable secret), so the run counted as failed on the provider alone
+    // and refresh-errors left it out; no request reached the provider, so
+    // upstream-errors never counts it either: a refresh role that lost
+    // GetSecretValue paged nobody.
+    const t = setup();
+    await t.a.getToken('ba_1', 300);
+    const unreadable = {
+      get: async (): Promise<never> => {
+        throw new CredentialsUnavailableError('The credentials secret could not be read.');
+      },
+    };
+    const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'refresh' });
+
+    const run = await invocation(metrics, async () => {
+      const report = await runScheduledRefresh(
+        {
+          tokens: t.instance('refresh', unreadable),
+          store: t.store,
+          clock: t.clock,
+          logger: quiet,
+        },
+        { inUseWindowSeconds: 3600, dueWithinSeconds: 7200, scopes: new Set(['ba_1']) },
+      );
+      return endRun(report, (metric) => metrics.addMetric(metric, MetricUnit.Count, 1));
+    });
+
+    expect(run.error.message).toMatch(/ba_1 \(credentials_unavailable\)/);
+    expect(firing(template, run.emitted, { [functionId(template, REFRESH)]: 1 })).toEqual([
+      'refresh-errors',
+    ]);
   });
 
   it('on the table, or on the provider and the table, still pages refresh-errors', async () => {
