@@ -408,6 +408,10 @@ export class TokenService {
         item = await this.#deps.store.get(key);
       } catch (error) {
         if (!(error instanceof StoreUnavailableError && error.throttled)) throw error;
+        // Not seen, so no longer known unheld: on a hot item the holder may be
+        // minting now, and a waiter that degraded for a write throttled before
+        // would mint again, as every waiter of the stampede would.
+        unheldThrottled = undefined;
         schedule.slowDown();
         continue;
       }
@@ -452,9 +456,10 @@ export class TokenService {
         }
       }
     }
-    // Nobody held the lease and the table refused this caller's lease writes
-    // for their rate: the table takes no writes, so nobody will store a
-    // token. That is the table unavailable (degraded service), not the provider.
+    // The last read answered showed nobody holding the lease, the lease write
+    // after it was refused for its rate, and no read since was throttled: the
+    // table takes no writes, so nobody will store a token. That is the table
+    // unavailable (degraded service), not the provider.
     if (unheldThrottled) throw unheldThrottled;
     throw new UpstreamUnavailableError(
       'Timed out waiting for another instance to refresh the token.',

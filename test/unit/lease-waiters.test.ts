@@ -157,6 +157,37 @@ describe('lease waiters', () => {
     expect(t.provider.state.mints).toBe(0);
   });
 
+  it('regression: a stampede waiter whose lease write and then every poll were throttled is not served degraded: it cannot tell nobody holds the lease', async () => {
+    // An expired token and no lease; the waiter's lease write loses to b's in
+    // the same instant, refused for its rate, and every read after that is
+    // throttled too (thousands of waiters on one item). It took the first
+    // throttled write as "the table takes no writes" and minted degraded at
+    // the end of its wait, as every waiter of the stampede would, though it
+    // never saw the item again: b holds the lease and is minting.
+    await storeToken(t, 'ba_1', { accessToken: 'expired', version: 'v1', secondsLeft: -10 });
+    const acquire = t.store.tryAcquireLease.bind(t.store);
+    t.store.tryAcquireLease = async (pk, _owner, nowMs, untilMs, ...rest) => {
+      await acquire(pk, 'b', nowMs, untilMs, ...rest);
+      throw throttle();
+    };
+    let warm = false;
+    const look = t.store.leaseIfAbsent.bind(t.store);
+    t.store.leaseIfAbsent = async (...args) => {
+      warm = true; // the first look reads the item; every later read is throttled
+      return look(...args);
+    };
+    const get = t.store.get.bind(t.store);
+    t.store.get = async (pk) => {
+      reads++;
+      if (warm) throw throttle();
+      return get(pk);
+    };
+
+    await expect(t.a.getToken('ba_1', 300)).rejects.toMatchObject({ code: 'upstream_unavailable' });
+
+    expect(t.provider.state.mints).toBe(0);
+  });
+
   it('arriving while the item is throttled, keep reading and wait: no instance degrades and mints', async () => {
     await holderStoresAfter(300);
     const look = t.store.leaseIfAbsent.bind(t.store);
