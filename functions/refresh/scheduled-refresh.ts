@@ -123,17 +123,23 @@ export function failedOnProviderAlone(codes: readonly string[]): boolean {
 }
 
 /**
- * How a scheduled run ends: its report, or, when a refresh failed, a
- * ScheduledRefreshFailedError (Lambda's Errors metric and the schedule's
- * retries see it), counting `RefreshRunsFailedUpstream` first when every
- * failure was the provider's.
+ * How a scheduled run ends. When a refresh failed for a reason of ours (the
+ * table, KMS, the secret, a bug), a ScheduledRefreshFailedError: Lambda's
+ * Errors metric, refresh-errors and the schedule's retry see it. When every
+ * failure was the provider's, the report, counted `RefreshRunsFailedUpstream`:
+ * upstream-errors and credentials-rejected page for the provider, and a
+ * failed invocation would page again through its retry and the failed-runs
+ * queue, for a run whose retry is the next scheduled one, minutes later.
  */
 export function endRun(
   report: ScheduledRefreshReport,
   count: (metric: 'RefreshRunsFailedUpstream') => void,
 ): ScheduledRefreshReport {
   if (report.failed.length === 0) return report;
-  if (failedOnProviderAlone(report.failed.map((f) => f.code))) count('RefreshRunsFailedUpstream');
+  if (failedOnProviderAlone(report.failed.map((f) => f.code))) {
+    count('RefreshRunsFailedUpstream');
+    return report;
+  }
   throw new ScheduledRefreshFailedError(report);
 }
 

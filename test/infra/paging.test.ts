@@ -313,9 +313,8 @@ describe('a scheduled refresh that failed', () => {
   });
 
   /** The refresh function ending a run (functions/refresh/handler.ts wiring) whose refreshes failed with `codes`. */
-  async function endedWith(codes: string[]): Promise<Failed> {
-    const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'refresh' });
-    const report: ScheduledRefreshReport = {
+  function reportFailing(codes: string[]): ScheduledRefreshReport {
+    return {
       refreshed: [],
       fresh: [],
       busy: [],
@@ -324,18 +323,37 @@ describe('a scheduled refresh that failed', () => {
       failed: codes.map((code, i) => ({ scope: `ba_${i}`, code })),
       deferred: [],
     };
+  }
+
+  async function endedWith(codes: string[]): Promise<Failed> {
+    const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'refresh' });
     return invocation(metrics, async () =>
-      endRun(report, (metric) => metrics.addMetric(metric, MetricUnit.Count, 1)),
+      endRun(reportFailing(codes), (metric) => metrics.addMetric(metric, MetricUnit.Count, 1)),
     );
   }
 
-  it('regression: on the provider alone pages nobody for the run: upstream-errors and credentials-rejected page for the provider', async () => {
-    // A provider outage paged twice (refresh-errors and upstream-errors), and
-    // one provider blip failing one refresh paged refresh-errors on its own.
-    const run = await endedWith(['upstream_unavailable', 'upstream_credentials_rejected']);
+  it('regression: on the provider alone does not fail the invocation, so nothing pages for the run: upstream-errors and credentials-rejected page for the provider', async () => {
+    // A provider outage paged twice (refresh-errors and upstream-errors), one
+    // provider blip failing one refresh paged refresh-errors on its own, and a
+    // failed run's retry failing too paged failed-runs a third time.
+    const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'refresh' });
+    let ended: ScheduledRefreshReport | undefined;
 
-    expect(run.error.message).toMatch(/^Refresh failed for ba_0 \(upstream_unavailable\)/);
-    expect(firing(template, run.emitted, { [functionId(template, REFRESH)]: 1 })).toEqual([]);
+    const emitted = await emittedMetrics(() => {
+      ended = endRun(
+        reportFailing(['upstream_unavailable', 'upstream_credentials_rejected']),
+        (metric) => metrics.addMetric(metric, MetricUnit.Count, 1),
+      );
+      metrics.publishStoredMetrics();
+    });
+
+    // Returned, not thrown: no failed invocation, no retry, nothing in failed-runs.
+    expect(ended?.failed.map((f) => f.code)).toEqual([
+      'upstream_unavailable',
+      'upstream_credentials_rejected',
+    ]);
+    expect(emitted.map((m) => m.name)).toContain('RefreshRunsFailedUpstream');
+    expect(firing(template, emitted, {})).toEqual([]);
   });
 
   it('regression: the credentials secret unreadable by refresh is not the provider: it pages refresh-errors', async () => {

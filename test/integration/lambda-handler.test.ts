@@ -322,19 +322,16 @@ describe('refresh Lambda handler', () => {
     );
   });
 
-  it('fails a scheduled run in which one scope could not be refreshed, with the report', async () => {
+  it('reports a scope the provider refused without failing the run: the next run is its retry, and the provider alarms page', async () => {
     // Prepare: the unscoped token is due; the provider refuses the next mint
     sim.injectTokenFault({ kind: 'status', status: 400 });
     const { handler } = await import('../../functions/refresh/handler.js');
 
     // Act
-    const error = await withUnscopedDue(() => handler({}, context).catch((e: unknown) => e));
+    const report = await withUnscopedDue(() => handler({}, context));
 
     // Assess
-    expect(error).toMatchObject({
-      name: 'ScheduledRefreshFailedError',
-      report: { failed: [{ scope: 'unscoped', code: expect.any(String) }] },
-    });
+    expect(report).toMatchObject({ failed: [{ scope: 'unscoped', code: 'upstream_error' }] });
   });
 });
 
