@@ -18,6 +18,14 @@ const seeded = (seed: number) => () => {
   return seed / 2_147_483_648;
 };
 
+/** Each instance's clock offset from the true time: 2 to 6 instances, minutes apart. */
+const clockSkews = fc.array(fc.integer({ min: -SKEW_MS, max: SKEW_MS }), {
+  minLength: 2,
+  maxLength: 6,
+});
+/** How long a mint takes, milliseconds. */
+const mintDurations = fc.integer({ min: 1, max: 3000 });
+
 const burst = fc.record({
   advanceSec: fc.integer({ min: 0, max: 4000 }),
   requests: fc.array(
@@ -33,9 +41,9 @@ const burst = fc.record({
 it('clocks minutes apart, any min_ttl mix, dying holders: one mint per refresh interval', async () => {
   await fc.assert(
     fc.asyncProperty(
-      fc.array(fc.integer({ min: -SKEW_MS, max: SKEW_MS }), { minLength: 2, maxLength: 6 }),
+      clockSkews,
       fc.array(burst, { minLength: 1, maxLength: 8 }),
-      fc.integer({ min: 1, max: 3000 }),
+      mintDurations,
       fc.array(fc.integer({ min: 1, max: 6 }), { maxLength: 3 }),
       fc.nat(),
       async (skews, bursts, mintMs, hangs, seed) => {
@@ -101,9 +109,9 @@ it("regression: revoked= damping compared the minter's issued_at with the reader
   // damping now rests on each instance's own first sight of the replacement.
   await fc.assert(
     fc.asyncProperty(
-      fc.array(fc.integer({ min: -SKEW_MS, max: SKEW_MS }), { minLength: 2, maxLength: 6 }),
+      clockSkews,
       fc.array(reports, { minLength: 1, maxLength: 12 }),
-      fc.integer({ min: 1, max: 3000 }),
+      mintDurations,
       fc.nat(),
       async (skews, bursts, mintMs, seed) => {
         const random = seeded(seed);
