@@ -129,6 +129,9 @@ export function idStartDeadline(nowMs: number, remainingMs: number, longestIdMs:
   return nowMs + Math.max(remainingMs - reserveMs, remainingMs / 2);
 }
 
+/** Ids this run did not work on, which another run (its retry, or the holder) takes up. */
+const LEFT_TO_ANOTHER_RUN: ReadonlySet<string> = new Set(['not_attempted', 'job_in_progress']);
+
 const METRIC: Record<IdOutcome['kind'], KeyJobMetric> = {
   issued: 'KeysIssued',
   skipped: 'KeysSkipped',
@@ -187,10 +190,11 @@ export function createKeyIssuingJob(
       } else {
         outcome = await issueForId(perId, requestConfig, id, forceId);
       }
-      // Not the id's failure: the invocation ran out of time first. The run
-      // still fails, so Lambda's retry of it takes the id (the failed-runs
-      // queue pages if the retries run out too); it pages nobody itself.
-      const notAttempted = outcome.kind === 'failed' && outcome.code === 'not_attempted';
+      // Not the id's failure: the invocation ran out of time first, or another
+      // run holds the id and works on it. The run still fails, so Lambda's
+      // retry of it takes the id up (the failed-runs queue pages if the
+      // retries run out too); it pages nobody itself.
+      const notAttempted = outcome.kind === 'failed' && LEFT_TO_ANOTHER_RUN.has(outcome.code);
       count(notAttempted ? 'KeysNotAttempted' : METRIC[outcome.kind]);
       if (outcome.kind === 'issued') {
         result.issued.push(id);

@@ -215,8 +215,10 @@ export type KeyJobMetric =
   | 'KeysRecovered'
   | 'KeysSkipped'
   /**
-   * An id the run had no time left to start (`not_attempted`): not counted as
-   * a KeyIssuingFailure, which pages; the run fails and Lambda retries it.
+   * An id the run did not work on: no time left to start it
+   * (`not_attempted`), or another run holds it (`job_in_progress`). Not
+   * counted as a KeyIssuingFailure, which pages; the run fails and Lambda
+   * retries it.
    */
   | 'KeysNotAttempted'
   | 'KeyIssuingFailures'

@@ -506,7 +506,9 @@ export class Observability extends Construct {
         metric('KeysSkipped', 'issue-keys', { label: 'skipped' }),
         metric('KeysRecovered', 'issue-keys', { label: 'stored from a sealed copy' }),
         metric('KeyIssuingFailures', 'issue-keys', { label: 'failed' }),
-        metric('KeysNotAttempted', 'issue-keys', { label: 'left to the retry (out of time)' }),
+        metric('KeysNotAttempted', 'issue-keys', {
+          label: 'left to another run (out of time, or held)',
+        }),
         metric('KeyIssuingRunsFailed', 'issue-keys', { label: 'runs failed for ids' }),
         metric('KeysEndpointRequests', 'issue-keys', { label: 'keys endpoint requests' }),
         metric('KeysEndpointErrors', 'issue-keys', { label: 'keys endpoint errors' }),

@@ -227,6 +227,27 @@ describe('one fault, one page', () => {
     expect(firing(template, run.emitted, { [functionId(template, ISSUE_KEYS)]: 1 })).toEqual([]);
   });
 
+  it('regression: an id another run holds (a manual run meeting a scheduled one) pages nobody: that run works on it', async () => {
+    // job_in_progress counted as a key-issuing failure and paged on-call.
+    const keys = issueKeys({
+      get: async () => ({
+        businessApplicationId: 'ba_1',
+        state: 'pending',
+        attempts: 1,
+        leaseOwner: 'the-scheduled-run',
+        leaseUntilMs: Date.now() + 60_000,
+      }),
+      acquire: async () => undefined,
+    });
+
+    const run = await invocation(keys.metrics, () =>
+      keys.job.handle({ businessApplicationIds: ['ba_1'] }),
+    );
+
+    expect(run.error.message).toMatch(/^key_issuing_failed: .*ba_1 \(job_in_progress\)/);
+    expect(firing(template, run.emitted, { [functionId(template, ISSUE_KEYS)]: 1 })).toEqual([]);
+  });
+
   it('a failed issue-keys sent through the admin pages once: not admin-errors too', async () => {
     const keys = issueKeys(storeDown);
     const run = await invocation(keys.metrics, () =>
