@@ -25,6 +25,8 @@ interface Evaluation {
   readonly periods: number;
   readonly datapoints: number;
 }
+/** Failed token requests a period that upstream-errors pages for (in 2 of 3 periods). */
+const UPSTREAM_ERRORS_THRESHOLD = 5;
 const ONE_PERIOD: Evaluation = { periods: 1, datapoints: 1 };
 const TWO_OF_THREE: Evaluation = { periods: 3, datapoints: 2 };
 
@@ -242,19 +244,25 @@ export class Observability extends Construct {
 
     // Each side reports only when something happened: FILL makes a period with
     // data on one side only still add up (a missing term would drop the sum).
+    // A refresh that failed on the provider alone fails no invocation (so
+    // no retry, nothing in failed-runs): a period holding one counts as
+    // breaching here, or a scope the provider keeps refusing, one error a
+    // run, would page nobody until its callers' tokens ran out. One such
+    // run (a blip) is one period: nobody is paged.
     add(
       'upstream-errors',
-      'Token requests to the provider failed (after retries) in 2 of the last 3 five-minute periods, 5 or more each.',
+      'Token requests to the provider failed (after retries) in 2 of the last 3 five-minute periods, 5 or more each, or a refresh failed on the provider alone in each of them.',
       new cloudwatch.MathExpression({
-        expression: 'FILL(vend, 0) + FILL(refresh, 0)',
+        expression: `FILL(vend, 0) + FILL(refresh, 0) + ${UPSTREAM_ERRORS_THRESHOLD} * FILL(provider, 0)`,
         usingMetrics: {
           vend: metric('UpstreamErrors', 'vend-token'),
           refresh: metric('UpstreamErrors', 'refresh'),
+          provider: metric('RefreshRunsFailedUpstream', 'refresh'),
         },
         period: PERIOD,
         label: 'Upstream errors',
       }),
-      5,
+      UPSTREAM_ERRORS_THRESHOLD,
       TWO_OF_THREE,
     );
     add(

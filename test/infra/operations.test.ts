@@ -334,14 +334,16 @@ describe('dashboard and alarms', () => {
     }
   });
 
-  it('alarms on upstream errors of vend and refresh together', () => {
+  it('alarms on upstream errors of vend and refresh together, and on refreshes failed on the provider alone', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       AlarmName: 'token-vending-example-upstream-errors',
       Threshold: 5,
       EvaluationPeriods: 3,
       DatapointsToAlarm: 2,
       Metrics: Match.arrayWith([
-        Match.objectLike({ Expression: 'FILL(vend, 0) + FILL(refresh, 0)' }),
+        Match.objectLike({
+          Expression: 'FILL(vend, 0) + FILL(refresh, 0) + 5 * FILL(provider, 0)',
+        }),
         ...['vend-token', 'refresh'].map((service) =>
           Match.objectLike({
             MetricStat: Match.objectLike({
@@ -354,6 +356,17 @@ describe('dashboard and alarms', () => {
             }),
           }),
         ),
+        Match.objectLike({
+          Id: 'provider',
+          MetricStat: Match.objectLike({
+            Metric: {
+              Namespace: 'TokenVending',
+              MetricName: 'RefreshRunsFailedUpstream',
+              Dimensions: [{ Name: 'service', Value: 'refresh' }],
+            },
+            Stat: 'Sum',
+          }),
+        }),
       ]),
     });
   });

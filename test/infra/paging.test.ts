@@ -136,6 +136,8 @@ function issueKeysFailsWith(error: Error): void {
 interface AlarmProps {
   AlarmName: string;
   Threshold: number;
+  EvaluationPeriods?: number;
+  DatapointsToAlarm?: number;
   MetricName?: string;
   Namespace?: string;
   Dimensions?: Array<{ Name: string; Value: unknown }>;
@@ -147,13 +149,16 @@ interface AlarmProps {
 }
 
 /**
- * The paging alarms (not the release or policy watches) that fire on one
- * period holding `emitted` and Lambda's `errors` (by function logical id).
+ * The paging alarms (not the release or policy watches) that fire on
+ * `periods` consecutive periods (default one), each holding `emitted` and
+ * Lambda's `errors` (by function logical id): an alarm that needs more
+ * breaching datapoints than that (2 of 3) does not fire.
  */
 function firing(
   template: Template,
   emitted: MetricIdentity[],
   errors: Record<string, number>,
+  periods = 1,
 ): string[] {
   const value = (metric: Parameters<typeof watchedMetric>[0]): number | undefined => {
     const identity = watchedMetric(metric);
@@ -179,16 +184,22 @@ function firing(
             .map((m) => [m.Id, value(m.MetricStat?.Metric as never)]),
         );
         const expression = (alarm.Metrics ?? []).find((m) => m.Expression)?.Expression ?? '';
-        // Every paging expression is a sum or difference of FILL(id, 0) terms.
-        const terms = [...expression.matchAll(/([+-]?)\s*FILL\((\w+), 0\)/g)];
+        // Every paging expression is a sum or difference of FILL(id, 0) terms,
+        // each maybe scaled (`5 * FILL(id, 0)`).
+        const terms = [...expression.matchAll(/([+-]?)\s*(?:(\d+) \* )?FILL\((\w+), 0\)/g)];
         expect(terms.length, expression).toBeGreaterThan(0);
         seen = terms.reduce(
-          (sum, [, sign, id]) => sum + (sign === '-' ? -1 : 1) * (ids.get(id as string) ?? 0),
+          (sum, [, sign, scale, id]) =>
+            sum + (sign === '-' ? -1 : 1) * Number(scale ?? 1) * (ids.get(id as string) ?? 0),
           0,
         );
       }
       // Missing data is not breaching.
-      return seen !== undefined && seen >= alarm.Threshold;
+      const breaching = seen !== undefined && seen >= alarm.Threshold;
+      return (
+        breaching &&
+        Math.min(periods, alarm.EvaluationPeriods ?? 1) >= (alarm.DatapointsToAlarm ?? 1)
+      );
     })
     .map((a) => a.AlarmName.replace('token-vending-example-', ''))
     .sort();
@@ -375,6 +386,26 @@ describe('a scheduled refresh that failed', () => {
     ]);
     expect(emitted.map((m) => m.name)).toContain('RefreshRunsFailedUpstream');
     expect(firing(template, emitted, {})).toEqual([]);
+  });
+
+  it('regression: a scope the provider keeps refusing run after run pages upstream-errors, though it stays under 5 errors a period', async () => {
+    // Once a scheduled run that failed on the provider alone stopped failing
+    // its invocation, nothing retried it into failed-runs; its one
+    // UpstreamErrors a run never reached upstream-errors' 5, so a business
+    // application the provider refuses (upstream_error) or a lasting outage
+    // of a quiet stack paged nobody until its callers' tokens ran out.
+    const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'refresh' });
+    const emitted = await emittedMetrics(() => {
+      metrics.addMetric('UpstreamErrors', MetricUnit.Count, 1); // the failed mint (mint-token.ts)
+      endRun(reportFailing(['upstream_error']), (metric) =>
+        metrics.addMetric(metric, MetricUnit.Count, 1),
+      );
+      metrics.publishStoredMetrics();
+    });
+
+    // One run (a blip): nobody. The next run failing too: upstream-errors, alone.
+    expect(firing(template, emitted, {}, 1)).toEqual([]);
+    expect(firing(template, emitted, {}, 2)).toEqual(['upstream-errors']);
   });
 
   it('regression: the credentials secret unreadable by refresh is not the provider: it pages refresh-errors', async () => {
