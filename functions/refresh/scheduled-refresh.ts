@@ -196,7 +196,13 @@ export async function runScheduledRefresh(
     } catch (error) {
       const code = refreshFailureCode(error);
       report.failed.push({ scope: label(scope), code });
-      deps.logger.warn('scheduled refresh failed', { scope: label(scope), error: describe(error) });
+      // `code` is the report's (an unreadable secret's own, not the vend
+      // API's upstream_unavailable that describe gives): the runbook's.
+      deps.logger.warn('scheduled refresh failed', {
+        scope: label(scope),
+        code,
+        error: describe(error),
+      });
       if (error instanceof UpstreamUnavailableError) {
         // A 429 or 503 is the provider's, not the scope's: its Retry-After (the
         // error's default when it sent none) holds every lane, not only this one.

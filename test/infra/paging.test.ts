@@ -442,6 +442,39 @@ describe('a scheduled refresh that failed', () => {
     ]);
   });
 
+  it("regression: the log line of a refresh that could not read the secret names credentials_unavailable, the code refresh-errors' runbook sends the operator to", async () => {
+    // The `scheduled refresh failed` line gave only describe(error), whose
+    // code is the vend API's upstream_unavailable: the on-call paged by
+    // refresh-errors read "the provider" and looked there.
+    const t = setup();
+    await t.a.getToken('ba_1', 300);
+    const unreadable = {
+      get: async (): Promise<never> => {
+        throw new CredentialsUnavailableError('The credentials secret could not be read.');
+      },
+    };
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = {
+      ...quiet,
+      warn: (message: unknown, ...fields: unknown[]) => {
+        lines.push(Object.assign({ message }, ...(fields as object[])));
+      },
+    };
+
+    await runScheduledRefresh(
+      { tokens: t.instance('refresh', unreadable), store: t.store, clock: t.clock, logger },
+      { inUseWindowSeconds: 3600, dueWithinSeconds: 7200, scopes: new Set(['ba_1']) },
+    );
+
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        message: 'scheduled refresh failed',
+        scope: 'ba_1',
+        code: 'credentials_unavailable',
+      }),
+    );
+  });
+
   it('on the table, or on the provider and the table, still pages refresh-errors', async () => {
     for (const codes of [['store_unavailable'], ['upstream_unavailable', 'sealer_unavailable']]) {
       const run = await endedWith(codes);
