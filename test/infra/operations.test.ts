@@ -114,16 +114,21 @@ describe('schedules and failed runs', () => {
   });
 });
 
+const readSource = (path: string): string => readFileSync(resolve(ROOT, path), 'utf8');
+
+/** The metric names a source's string-literal union type `type` lists. */
+function union(path: string, type: string): string[] {
+  const source = readSource(path);
+  const body = source.slice(source.indexOf(`export type ${type} =`)).split(';')[0] as string;
+  return [...body.matchAll(/'([A-Za-z]+)'/g)].map((m) => m[1] as string);
+}
+
+/** The metric names a source adds by a literal `addMetric('...')`. */
+const added = (path: string): string[] =>
+  [...readSource(path).matchAll(/addMetric\('([A-Za-z]+)'/g)].map((m) => m[1] as string);
+
 /** Every metric name the functions emit, read from their sources. */
 function metricNamesInSources(): string[] {
-  const read = (path: string) => readFileSync(resolve(ROOT, path), 'utf8');
-  const union = (path: string, type: string) => {
-    const source = read(path);
-    const body = source.slice(source.indexOf(`export type ${type} =`)).split(';')[0] as string;
-    return [...body.matchAll(/'([A-Za-z]+)'/g)].map((m) => m[1] as string);
-  };
-  const added = (path: string) =>
-    [...read(path).matchAll(/addMetric\('([A-Za-z]+)'/g)].map((m) => m[1] as string);
   return [
     ...union('functions/core/token-service-types.ts', 'CoreMetric'),
     ...union('functions/issue-keys/ports.ts', 'KeyJobMetric'),
@@ -210,14 +215,6 @@ describe('dashboard and alarms', () => {
   });
 
   it('graphs every metric each function emits, under its own service (refresh lease waits, takeovers and stale-credential tokens too)', async () => {
-    const read = (path: string) => readFileSync(resolve(ROOT, path), 'utf8');
-    const union = (path: string, type: string) => {
-      const source = read(path);
-      const body = source.slice(source.indexOf(`export type ${type} =`)).split(';')[0] as string;
-      return [...body.matchAll(/'([A-Za-z]+)'/g)].map((m) => m[1] as string);
-    };
-    const added = (path: string) =>
-      [...read(path).matchAll(/addMetric\('([A-Za-z]+)'/g)].map((m) => m[1] as string);
     const core = union('functions/core/token-service-types.ts', 'CoreMetric');
     const policy = union('functions/core/policy-source.ts', 'PolicyMetric');
     // Vend and refresh share the cache core (createAwsRuntime); each its own service.
