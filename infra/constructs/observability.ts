@@ -62,7 +62,6 @@ export function powertoolsMetric(
     ...(options.label === undefined ? {} : { label: options.label }),
   });
 }
-const metric = powertoolsMetric;
 
 /** Vend's 500 `internal_error` answers: a bug, never the provider or a caller. */
 export const vendInternalErrorsMetric = (period?: Duration): cloudwatch.Metric =>
@@ -255,9 +254,9 @@ export class Observability extends Construct {
       new cloudwatch.MathExpression({
         expression: `FILL(vend, 0) + FILL(refresh, 0) + ${UPSTREAM_ERRORS_THRESHOLD} * FILL(provider, 0)`,
         usingMetrics: {
-          vend: metric('UpstreamErrors', 'vend-token'),
-          refresh: metric('UpstreamErrors', 'refresh'),
-          provider: metric('RefreshRunsFailedUpstream', 'refresh'),
+          vend: powertoolsMetric('UpstreamErrors', 'vend-token'),
+          refresh: powertoolsMetric('UpstreamErrors', 'refresh'),
+          provider: powertoolsMetric('RefreshRunsFailedUpstream', 'refresh'),
         },
         period: PERIOD,
         label: 'Upstream errors',
@@ -271,7 +270,9 @@ export class Observability extends Construct {
       new cloudwatch.MathExpression({
         expression: 'FILL(vend, 0) + FILL(refresh, 0)',
         usingMetrics: {
-          vend: metric('Vends', 'vend-token', { outcome: 'error:upstream_credentials_rejected' }),
+          vend: powertoolsMetric('Vends', 'vend-token', {
+            outcome: 'error:upstream_credentials_rejected',
+          }),
           refresh: refreshCredentialsRejected,
         },
         period: PERIOD,
@@ -302,8 +303,8 @@ export class Observability extends Construct {
       new cloudwatch.MathExpression({
         expression: 'FILL(vend, 0) + FILL(refresh, 0)',
         usingMetrics: {
-          vend: metric('Degraded', 'vend-token'),
-          refresh: metric('Degraded', 'refresh'),
+          vend: powertoolsMetric('Degraded', 'vend-token'),
+          refresh: powertoolsMetric('Degraded', 'refresh'),
         },
         period: PERIOD,
         label: 'Degraded',
@@ -317,8 +318,8 @@ export class Observability extends Construct {
       new cloudwatch.MathExpression({
         expression: 'FILL(vend, 0) + FILL(refresh, 0)',
         usingMetrics: {
-          vend: metric('UnsealFailures', 'vend-token'),
-          refresh: metric('UnsealFailures', 'refresh'),
+          vend: powertoolsMetric('UnsealFailures', 'vend-token'),
+          refresh: powertoolsMetric('UnsealFailures', 'refresh'),
         },
         period: PERIOD,
         label: 'Unseal failures',
@@ -356,7 +357,7 @@ export class Observability extends Construct {
       new cloudwatch.MathExpression({
         expression: policyServices.map((_, i) => `FILL(${id}${i}, 0)`).join(' + '),
         usingMetrics: Object.fromEntries(
-          policyServices.map((service, i) => [`${id}${i}`, metric(name, service)]),
+          policyServices.map((service, i) => [`${id}${i}`, powertoolsMetric(name, service)]),
         ),
         period: PERIOD,
         label,
@@ -378,7 +379,7 @@ export class Observability extends Construct {
     add(
       'key-issuing-failures',
       'The key-issuing job could not issue or store keys for one or more business applications.',
-      metric('KeyIssuingFailures', 'issue-keys'),
+      powertoolsMetric('KeyIssuingFailures', 'issue-keys'),
       1,
     );
     add(
@@ -471,14 +472,14 @@ export class Observability extends Construct {
       graph(
         'Vend latency (ms)',
         ['p50', 'p90', 'p99', 'Maximum'].map((statistic) =>
-          metric('VendLatency', 'vend-token', { statistic, label: statistic }),
+          powertoolsMetric('VendLatency', 'vend-token', { statistic, label: statistic }),
         ),
       ),
       graph('Upstream token requests and errors', [
-        metric('UpstreamRequests', 'vend-token', { label: 'requests (vend)' }),
-        metric('UpstreamRequests', 'refresh', { label: 'requests (refresh)' }),
-        metric('UpstreamErrors', 'vend-token', { label: 'errors (vend)' }),
-        metric('UpstreamErrors', 'refresh', { label: 'errors (refresh)' }),
+        powertoolsMetric('UpstreamRequests', 'vend-token', { label: 'requests (vend)' }),
+        powertoolsMetric('UpstreamRequests', 'refresh', { label: 'requests (refresh)' }),
+        powertoolsMetric('UpstreamErrors', 'vend-token', { label: 'errors (vend)' }),
+        powertoolsMetric('UpstreamErrors', 'refresh', { label: 'errors (refresh)' }),
       ]),
     );
     this.dashboard.addWidgets(
@@ -486,41 +487,47 @@ export class Observability extends Construct {
       graph(
         'Leases: waits, polls, takeovers',
         cacheServices.flatMap(([service, who]) => [
-          metric('LeaseWaits', service, { label: `lease waits (${who})` }),
-          metric('LeaseWaitPolls', service, { label: `lease wait polls, reads (${who})` }),
-          metric('LeaseTakeovers', service, { label: `lease takeovers (${who})` }),
+          powertoolsMetric('LeaseWaits', service, { label: `lease waits (${who})` }),
+          powertoolsMetric('LeaseWaitPolls', service, {
+            label: `lease wait polls, reads (${who})`,
+          }),
+          powertoolsMetric('LeaseTakeovers', service, { label: `lease takeovers (${who})` }),
         ]),
       ),
       graph(
         'Cache: degraded, unusable items',
         cacheServices.flatMap(([service, who]) => [
-          metric('Degraded', service, { label: `degraded (${who})` }),
-          metric('UnsealFailures', service, { label: `unseal failures (${who})` }),
-          metric('OtherKeyItems', service, { label: `items sealed under another key (${who})` }),
-          metric('StaleCredentialTokens', service, { label: `stale-credential tokens (${who})` }),
+          powertoolsMetric('Degraded', service, { label: `degraded (${who})` }),
+          powertoolsMetric('UnsealFailures', service, { label: `unseal failures (${who})` }),
+          powertoolsMetric('OtherKeyItems', service, {
+            label: `items sealed under another key (${who})`,
+          }),
+          powertoolsMetric('StaleCredentialTokens', service, {
+            label: `stale-credential tokens (${who})`,
+          }),
         ]),
       ),
       graph('Scheduled refresh', [
-        metric('ScheduledRefreshes', 'refresh', { label: 'scopes refreshed' }),
-        metric('ScheduledRefreshFailures', 'refresh', { label: 'scopes failed' }),
-        metric('ScheduledRefreshDeferred', 'refresh', {
+        powertoolsMetric('ScheduledRefreshes', 'refresh', { label: 'scopes refreshed' }),
+        powertoolsMetric('ScheduledRefreshFailures', 'refresh', { label: 'scopes failed' }),
+        powertoolsMetric('ScheduledRefreshDeferred', 'refresh', {
           label: 'scopes left to vend (run out of time)',
         }),
         refreshCredentialsRejected.with({ label: 'credentials rejected' }),
       ]),
       graph('Key issuing', [
-        metric('KeyIssuingRuns', 'issue-keys', { label: 'runs' }),
-        metric('KeysIssued', 'issue-keys', { label: 'issued' }),
-        metric('KeysSkipped', 'issue-keys', { label: 'skipped' }),
-        metric('KeysRecovered', 'issue-keys', { label: 'stored from a sealed copy' }),
-        metric('KeyIssuingFailures', 'issue-keys', { label: 'failed' }),
-        metric('KeysNotAttempted', 'issue-keys', {
+        powertoolsMetric('KeyIssuingRuns', 'issue-keys', { label: 'runs' }),
+        powertoolsMetric('KeysIssued', 'issue-keys', { label: 'issued' }),
+        powertoolsMetric('KeysSkipped', 'issue-keys', { label: 'skipped' }),
+        powertoolsMetric('KeysRecovered', 'issue-keys', { label: 'stored from a sealed copy' }),
+        powertoolsMetric('KeyIssuingFailures', 'issue-keys', { label: 'failed' }),
+        powertoolsMetric('KeysNotAttempted', 'issue-keys', {
           label: 'left to another run (out of time, or held)',
         }),
-        metric('KeyIssuingRunsFailed', 'issue-keys', { label: 'runs failed for ids' }),
-        metric('KeysEndpointRequests', 'issue-keys', { label: 'keys endpoint requests' }),
-        metric('KeysEndpointErrors', 'issue-keys', { label: 'keys endpoint errors' }),
-        metric('KeyStoreFailures', 'issue-keys', { label: 'secret store failures' }),
+        powertoolsMetric('KeyIssuingRunsFailed', 'issue-keys', { label: 'runs failed for ids' }),
+        powertoolsMetric('KeysEndpointRequests', 'issue-keys', { label: 'keys endpoint requests' }),
+        powertoolsMetric('KeysEndpointErrors', 'issue-keys', { label: 'keys endpoint errors' }),
+        powertoolsMetric('KeyStoreFailures', 'issue-keys', { label: 'secret store failures' }),
       ]),
     );
     this.dashboard.addWidgets(
@@ -531,13 +538,13 @@ export class Observability extends Construct {
       ]),
       // The failed invocations the errors alarms leave out (EXCUSED_FAILURES).
       graph('Refused events, forwarded failures', [
-        metric('InvalidEvents', 'admin', { label: 'invalid (admin)' }),
-        metric('InvalidEvents', 'issue-keys', { label: 'invalid (issue-keys)' }),
-        metric('RefusedRequests', 'issue-keys', { label: 'clear-pending-key refused' }),
-        metric('InvokedFunctionFailures', 'admin', {
+        powertoolsMetric('InvalidEvents', 'admin', { label: 'invalid (admin)' }),
+        powertoolsMetric('InvalidEvents', 'issue-keys', { label: 'invalid (issue-keys)' }),
+        powertoolsMetric('RefusedRequests', 'issue-keys', { label: 'clear-pending-key refused' }),
+        powertoolsMetric('InvokedFunctionFailures', 'admin', {
           label: 'admin actions the invoked function failed',
         }),
-        metric('RefreshRunsFailedUpstream', 'refresh', {
+        powertoolsMetric('RefreshRunsFailedUpstream', 'refresh', {
           label: 'refreshes failed on the provider alone',
         }),
       ]),
