@@ -55,23 +55,18 @@ export class DegradedMode {
       return { token: cached, outcome: outcome('l1', { degraded: true }) };
     }
     // A token the table gave before it failed this lookup: served when no
-    // new one can be had, as a failed refresh under the lease serves it.
-    const current = (): VendResult | undefined =>
-      fallback && isServable(fallback, minTtl, epochSeconds(this.#deps.clock))
-        ? { token: fallback, outcome: outcome('l2', { degraded: true }) }
-        : undefined;
-    if (!credentials) {
-      const served = current();
-      if (served) return served;
-      throw credentialsUnavailable();
-    }
+    // new one can be had, as a failed refresh under the lease serves it;
+    // without one, `error` is the answer.
+    const fallbackOr = (error: unknown): VendResult => {
+      if (fallback && isServable(fallback, minTtl, epochSeconds(this.#deps.clock))) {
+        return { token: fallback, outcome: outcome('l2', { degraded: true }) };
+      }
+      throw error;
+    };
+    if (!credentials) return fallbackOr(credentialsUnavailable());
     const nowMs = this.#deps.clock.now();
     const backOff = backingOff(this.#failures.get(key), nowMs, this.#backoffMs);
-    if (backOff) {
-      const served = current();
-      if (served) return served;
-      throw backOff;
-    }
+    if (backOff) return fallbackOr(backOff);
     let token: Token;
     try {
       const minted = await mintToken(this.#deps, scope, credentials, nowMs + this.#leaseMs);
@@ -84,15 +79,12 @@ export class DegradedMode {
       this.#damping.note(key, token, this.#deps.clock.now());
     } catch (error) {
       this.#failures.set(key, failureOf(error, this.#deps.clock.now()));
-      const served = current();
-      if (served) {
-        this.#deps.logger.warn('refresh failed; serving the current token', {
-          scope: scope ?? 'unscoped',
-          error: describe(error),
-        });
-        return served;
-      }
-      throw afterRecordedFailure(error, this.#backoffMs);
+      const served = fallbackOr(afterRecordedFailure(error, this.#backoffMs));
+      this.#deps.logger.warn('refresh failed; serving the current token', {
+        scope: scope ?? 'unscoped',
+        error: describe(error),
+      });
+      return served;
     }
     this.#failures.delete(key);
     this.#l1.set(key, token, epochSeconds(this.#deps.clock));
