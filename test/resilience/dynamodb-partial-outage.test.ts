@@ -107,6 +107,30 @@ for (const fault of ['status500', 'hang'] as const) {
   });
 }
 
+it("regression: a token the table gave that falls below the caller's min_ttl while the lease write fails is not served degraded", async () => {
+  // Prepare: the token cached, 700 s left (inside the refresh-ahead window),
+  // its instance's L1 entry aged out; the provider down; the lease write
+  // failing only after 2 s an attempt, as a bounded call that hangs does
+  const clock = new TestClock({ virtualSleep: true });
+  const warm = instance(clock);
+  const cached = await ask(warm, 'ba_demo_1');
+  clock.advance(7200 - 700);
+  sim.injectTokenFault({ kind: 'status', status: 503 }, 100);
+  proxy.set((operation) => {
+    if (operation !== 'UpdateItem') return { kind: 'pass' };
+    clock.advance(2);
+    return { kind: 'status500' };
+  });
+
+  // Act: a caller asking for 699 s, which the token had when it was read
+  const answer = await ask(warm, 'ba_demo_1', 699);
+
+  // Assess: 696 s left after two attempts is not enough; the provider is down, so 503
+  expectSound(answer, { scope: 'ba_demo_1', nowMs: clock.now(), minTtl: 699 });
+  expect(answer.body.access_token).not.toBe(cached.body.access_token);
+  expect(answer.status).toBe(503);
+});
+
 for (const fault of ['status500', 'hang'] as const) {
   it(`a cold instance whose first write fails (${fault}) serves the token the table still gives, minting nothing`, async () => {
     // Prepare: the token cached in the table by another instance
