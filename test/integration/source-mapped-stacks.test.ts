@@ -88,6 +88,10 @@ describe('stack traces of the bundled functions', () => {
   it('point a logged error and its cause at the TypeScript sources, without --enable-source-maps', async () => {
     const error = await runBundle(file);
 
+    // A function the minifier renamed is named as its caller's source names it.
+    expect(error.cause?.stack).toMatch(
+      /\n {4}at readVendSettings \(functions\/core\/config\.ts:\d+:\d+\)\n/,
+    );
     expect(error.cause?.location).toMatch(/^functions\/core\/config\.ts:\d+$/);
     expect(error.cause?.stack).toMatch(/\n {4}at .+ \(functions\/core\/config\.ts:\d+:\d+\)\n/);
     // No frame of the project's code is left at the minified bundle.
