@@ -168,6 +168,15 @@ function tokenQuery(
   };
 }
 
+/** The request target against a placeholder origin; undefined when it is no URL (URL.parse needs Node 20.18). */
+function requestUrl(target: string | undefined): URL | undefined {
+  try {
+    return new URL(target ?? '/', 'http://agent.invalid');
+  } catch {
+    return undefined;
+  }
+}
+
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const { client, log } = options;
   const clock = options.clock ?? { now: () => Date.now() };
@@ -248,10 +257,14 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const started = clock.now();
     // Only the path and query are used: an absolute-form target's host is ignored.
-    const url = new URL(request.url ?? '/', 'http://agent.invalid');
+    // One that is no URL at all (`GET http://[ HTTP/1.1`) is a 400, not a crash:
+    // anyone on the host can send it, without the agent token.
+    const url = requestUrl(request.url);
     let result: Answer;
     try {
-      result = await answer(request, url);
+      result = url
+        ? await answer(request, url)
+        : problem('invalid_request', 'Invalid request', 'the request target is not a URL');
     } catch (error) {
       const reason = unexpected(error);
       result = { ...problem('internal_error', 'Internal error'), error: reason };
@@ -267,7 +280,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       level: result.status >= 500 ? 'ERROR' : 'INFO',
       message: 'request',
       method: request.method,
-      path: url.pathname,
+      ...(url ? { path: url.pathname } : {}),
       ...(result.scope !== undefined ? { scope: result.scope } : {}),
       status: result.status,
       ...(result.code !== undefined ? { code: result.code } : {}),
@@ -278,7 +291,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   }
 
   const server = createServer((request, response) => {
-    void handle(request, response);
+    // Whatever one request does, the agent keeps serving the others.
+    handle(request, response).catch(() => response.destroy());
   });
   await new Promise<void>((listening, fail) => {
     server.once('error', (error: NodeJS.ErrnoException) => {

@@ -3,6 +3,7 @@
  * really signed), the agent a real HTTP server on loopback.
  */
 import { createHash } from 'node:crypto';
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AGENT_TOKEN_HEADER, type RunningAgent, startAgent } from '../../client/agent.js';
 import { type FetchFunction, TokenVendingClient } from '../../client/index.js';
@@ -141,6 +142,27 @@ describe('the agent server', () => {
 
     expect(await get('/healthz', {})).toMatchObject({ status: 200, body: { status: 'ok' } });
     expect((await get('/grants')).body.code).toBe('not_found');
+  });
+
+  it('answers 400 to a request target that is no URL, and keeps serving (no crash)', async () => {
+    const vend = vendUrl();
+    const { port } = await agentWith(vend.fetch);
+
+    // Any process on the host can send this, without the agent token.
+    const raw = await new Promise<string>((done, fail) => {
+      let text = '';
+      const socket = connect(port, '127.0.0.1', () =>
+        socket.write('GET http://[ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+      );
+      socket.setEncoding('utf8');
+      socket.on('data', (chunk: string) => (text += chunk));
+      socket.on('end', () => done(text));
+      socket.on('error', fail);
+    });
+
+    expect(raw).toMatch(/^HTTP\/1\.1 400 /);
+    expect(raw).toContain('"code":"invalid_request"');
+    expect((await get('/token?scope=ba_1')).status).toBe(200);
   });
 
   it('answers 405 with Allow: GET to another method', async () => {
