@@ -6,6 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
+import { isatty } from 'node:tty';
 import { noPositionals, parse, parseMinTtl } from './cli-args.js';
 import { CliError, UsageError } from './cli-error.js';
 import type { CliIo } from './cli-io.js';
@@ -24,21 +25,40 @@ export const EXEC_VARIABLES = {
 /** Signals passed on to the command (SIGUSR1 is Node's debugger's; SIGKILL/SIGSTOP cannot be caught). */
 const FORWARDED: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR2'];
 
-export const EXEC_HELP = `Usage: tvm exec [--scope S] [--min-ttl N] [--url U] [--region R] -- <command> [args...]
+/**
+ * The signals a terminal's keys send (Ctrl-C, Ctrl-\) to its whole foreground
+ * process group, the command included, since it runs in tvm's group. Passed on
+ * again, one Ctrl-C reached the command twice, and tools that treat a second
+ * interrupt as "stop now" (Terraform, for one) stopped hard. So in a terminal
+ * tvm only waits for the command on them, as Doppler's `run` does (it forwards
+ * signals only when no TTY is allocated, or with `--forward-signals`).
+ */
+const TERMINAL_SIGNALS: ReadonlySet<NodeJS.Signals> = new Set(['SIGINT', 'SIGQUIT']);
+
+/** Whether tvm runs in a terminal: any of its standard streams is one (checked without opening them). */
+function inTerminal(): boolean {
+  return [0, 1, 2].some((fd) => isatty(fd));
+}
+
+export const EXEC_HELP = `Usage: tvm exec [--scope S] [--min-ttl N] [--forward-signals] [--url U] [--region R] -- <command> [args...]
 
 Runs <command> with a token from the vend URL in its environment, fetched as it starts:
   ${EXEC_VARIABLES.token}           the bearer token
   ${EXEC_VARIABLES.authorization}   "Bearer <token>", an Authorization header's value
   ${EXEC_VARIABLES.expiresAt}      when it expires, epoch seconds
   ${EXEC_VARIABLES.scope}           the scope (unset for the unscoped token)
-tvm prints no token. SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGUSR2 are passed on to the
-command. The token is not renewed while the command runs: ask with --min-ttl for as
-long as it needs (a token lives about 2 hours).
+tvm prints no token. SIGTERM, SIGHUP and SIGUSR2 are passed on to the command, and
+SIGINT and SIGQUIT too unless tvm runs in a terminal, whose Ctrl-C and Ctrl-\\ reach
+the command already (--forward-signals passes them on anyway). The token is not
+renewed while the command runs: ask with --min-ttl for as long as it needs (a token
+lives about 2 hours).
 
 Options:
   --scope S      business application id; omit for the unscoped (partner) token
   --min-ttl N    seconds the token must still be valid when the command starts, 0..3600
                  (default 300)
+  --forward-signals
+                 pass SIGINT and SIGQUIT on to the command in a terminal too
 ${TARGET_HELP}
   -h, --help     show this help
 
@@ -71,12 +91,15 @@ function run(
   command: readonly string[],
   env: Record<string, string>,
   cwd: string,
+  forwardAll: boolean,
 ): Promise<number> {
   const [file = '', ...args] = command;
+  const terminal = !forwardAll && inTerminal();
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, { cwd, env, stdio: 'inherit' });
+    // A signal tvm does not pass on is still caught: tvm waits for the command and exits as it does.
     const forward = (signal: NodeJS.Signals) => {
-      child.kill(signal);
+      if (!(terminal && TERMINAL_SIGNALS.has(signal))) child.kill(signal);
     };
     for (const signal of FORWARDED) process.on(signal, forward);
     const stopForwarding = () => {
@@ -110,6 +133,7 @@ export async function execCommand(args: readonly string[], io: CliIo): Promise<n
     {
       scope: { type: 'string' },
       'min-ttl': { type: 'string' },
+      'forward-signals': { type: 'boolean' },
       ...TARGET_OPTIONS,
       help: { type: 'boolean', short: 'h' },
     },
@@ -136,7 +160,12 @@ export async function execCommand(args: readonly string[], io: CliIo): Promise<n
     ...(minTtl !== undefined ? { minTtl } : {}),
   });
   try {
-    return await run(command, execEnvironment(io.env, token), io.cwd);
+    return await run(
+      command,
+      execEnvironment(io.env, token),
+      io.cwd,
+      values['forward-signals'] === true,
+    );
   } catch (error) {
     if (error instanceof CliError) {
       io.stderr.write(`tvm: ${error.message}\n`);

@@ -19,6 +19,8 @@ import { type LocalStack, startLocalStack } from '../../local/stack.js';
 import { childOutput, type Run } from '../support/child-output.js';
 
 const TVM = resolve(import.meta.dirname, '../../client/dist/tvm.js');
+/** util-linux's `script`, which runs a command in a pseudo-terminal (Debian's bsdutils has it). */
+const SCRIPT = ['/usr/bin/script', '/bin/script'].find((path) => existsSync(path));
 const fingerprint = (token: string) =>
   createHash('sha256').update(token, 'utf8').digest('hex').slice(0, 16);
 
@@ -152,6 +154,58 @@ describe('tvm exec', () => {
     expect(run.stdout).toBe('ready\ngot SIGTERM\n');
     expect(run.code).toBe(42);
   });
+
+  /** A command that counts the SIGINTs it gets, and exits 0.5 s after the first. */
+  const COUNTS_SIGINT =
+    "let n = 0; process.on('SIGINT', () => { n += 1; console.log('INT ' + n);" +
+    ' if (n === 1) setTimeout(() => process.exit(0), 500); });' +
+    "console.log('ready'); setInterval(() => {}, 1000);";
+
+  it('passes SIGINT on to the command when tvm runs without a terminal', async () => {
+    const { child, done } = start(['exec', '--', process.execPath, '-e', COUNTS_SIGINT]);
+    await new Promise<void>((ready) => {
+      child.stdout?.on('data', (d) => {
+        if (String(d).includes('ready')) ready();
+      });
+    });
+
+    child.kill('SIGINT');
+    const run = await done;
+
+    expect(run.stdout).toBe('ready\nINT 1\n');
+    expect(run.code).toBe(0);
+  });
+
+  it.skipIf(!SCRIPT)(
+    'regression: one Ctrl-C in a terminal reaches the command once, not twice',
+    async () => {
+      // A pseudo-terminal (util-linux script) whose line discipline turns a
+      // typed Ctrl-C into SIGINT for its foreground process group: tvm and the
+      // command (the shell script starts execs tvm).
+      const command = [process.execPath, TVM, 'exec', '--', process.execPath, '-e', COUNTS_SIGINT]
+        .map((word) => `'${word.replaceAll("'", "'\\''")}'`)
+        .join(' ');
+      const child = spawn(SCRIPT as string, ['-qefc', `exec ${command}`, '/dev/null'], {
+        cwd: project,
+        env: { PATH: process.env.PATH ?? '', HOME: root, TERM: 'dumb' },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      const { done } = childOutput(child);
+      await new Promise<void>((ready) => {
+        child.stdout?.on('data', (d) => {
+          if (String(d).includes('ready')) ready();
+        });
+      });
+
+      child.stdin?.write('\x03');
+      const run = await done;
+
+      expect(run.stdout).toContain('INT 1');
+      expect(run.stdout).not.toContain('INT 2');
+      expect(run.code).toBe(0);
+    },
+    20_000,
+  );
 
   it('exits 128 + the signal number when a signal ends the command', async () => {
     const run = await tvm([
