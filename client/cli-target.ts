@@ -22,8 +22,9 @@ export const TARGET_OPTIONS = {
 
 export const TARGET_HELP = `  --url U        vend URL (default: $TVM_URL, then functionUrl in ./${STACK_FILE});
                  https: unless the host is loopback (localhost, 127.0.0.0/8, [::1])
-  --region R     SigV4 region (default: the Function URL's own region, then $AWS_REGION,
-                 then the stack file's region or us-east-1 for a loopback URL)`;
+  --region R     SigV4 region (default: the stack file's region for the local stack's
+                 URL, else the Function URL's own region, then $AWS_REGION, then
+                 us-east-1 for a loopback URL)`;
 
 export const CREDENTIALS_HELP = `Credentials: when AWS_ACCESS_KEY_ID is set, the AWS_* environment variables sign the request.
 Otherwise a request to the local stack (the URL is ./${STACK_FILE}'s functionUrl) is signed
