@@ -52,7 +52,12 @@ export interface TokenVendingClientOptions {
   readonly timeoutMs?: number;
   /** Retries of a 503 or 429 answer. Default 2. */
   readonly maxRetries?: number;
-  /** Longest total time spent on one `getToken`, waits between retries included. Default 35000. */
+  /**
+   * Longest total time one `getToken` spends once it retries, waits between
+   * retries included: a retry starts only if it can get at least 100 ms
+   * within it, and gets what is left. The first request is bounded by
+   * `timeoutMs` alone; 0 means no retries. Default 35000.
+   */
   readonly retryBudgetMs?: number;
   /** Default: real time. */
   readonly clock?: ClientClock;
