@@ -1,4 +1,4 @@
-import { ArnFormat, Duration, Stack } from 'aws-cdk-lib';
+import { Annotations, ArnFormat, Duration, Stack, Token } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
@@ -84,6 +84,13 @@ export class KeyIssuing extends Construct {
    * (and the six characters Secrets Manager adds), in a policy this stack
    * attaches to the role (a role of the stack's account). A reissue is a new
    * version of the same secret, so a reader that reads AWSCURRENT gets it.
+   *
+   * A policy attaches to a role by name, and a name says nothing of its
+   * account: a reader of another account would grant the role of that name
+   * in the stack's account instead. So the statement holds only for
+   * principals of the reader's own account (`aws:PrincipalAccount`), and a
+   * synth that knows the stack's account (a `cdk deploy`, which sets
+   * CDK_DEFAULT_ACCOUNT, or a pinned `account`) refuses such a reader.
    */
   #grantReaders(
     stage: string,
@@ -93,6 +100,12 @@ export class KeyIssuing extends Construct {
     const stack = Stack.of(this);
     readers.forEach((reader, index) => {
       const roleName = reader.role.split('/').at(-1) as string;
+      const roleAccount = reader.role.split(':')[4] as string;
+      if (!Token.isUnresolved(stack.account) && stack.account !== roleAccount) {
+        Annotations.of(this).addError(
+          `keyIssuing.readers[${index}].role ${reader.role} is a role of account ${roleAccount}, not of the stack's account ${stack.account}: the read policy would attach to the role ${roleName} of ${stack.account}`,
+        );
+      }
       new iam.CfnPolicy(this, `Reader${index}`, {
         policyName: `token-vending-${stage}-read-keys-${index}`,
         roles: [roleName],
@@ -101,6 +114,7 @@ export class KeyIssuing extends Construct {
             new iam.PolicyStatement({
               sid: 'ReadIssuedKeys',
               actions: ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'],
+              conditions: { StringEquals: { 'aws:PrincipalAccount': roleAccount } },
               resources: reader.businessApplicationIds.map((id) =>
                 stack.formatArn({
                   service: 'secretsmanager',

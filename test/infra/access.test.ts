@@ -530,6 +530,7 @@ describe('roles that read issued keys', () => {
             Sid: 'ReadIssuedKeys',
             Effect: 'Allow',
             Action: ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'],
+            Condition: { StringEquals: { 'aws:PrincipalAccount': '123456789012' } },
             Resource: ['ba_123', 'ba_456'].map((id) => ({
               'Fn::Join': [
                 '',
