@@ -1,4 +1,4 @@
-import { CfnOutput, Fn, Stack, type StackProps, Tags } from 'aws-cdk-lib';
+import { CfnOutput, DefaultStackSynthesizer, Fn, Stack, type StackProps, Tags } from 'aws-cdk-lib';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import type { StageConfig } from './config.js';
@@ -32,7 +32,19 @@ export class TokenVendingStack extends Stack {
   readonly releases: Releases;
 
   constructor(scope: Construct, id: string, props: TokenVendingStackProps) {
-    super(scope, id, { ...props, terminationProtection: props.config.terminationProtection });
+    const named = props.config.access.deploymentRoleArn;
+    super(scope, id, {
+      ...props,
+      terminationProtection: props.config.terminationProtection,
+      // A stage that names its deployment role has `cdk deploy` hand
+      // CloudFormation that role: the cache key's policy and the guardrails
+      // trust it alone, so CloudFormation acting as the bootstrap's execution
+      // role could neither create the key (KMS refuses a policy that does not
+      // let its creator change it) nor, under the guardrails, the functions.
+      ...(named === undefined
+        ? {}
+        : { synthesizer: new DefaultStackSynthesizer({ cloudFormationExecutionRole: named }) }),
+    });
     const { config } = props;
     // On the stack and every resource that takes tags: cost allocation and
     // finding the stage's resources in the console.
@@ -40,7 +52,7 @@ export class TokenVendingStack extends Stack {
     Tags.of(this).add('stage', config.stage);
     const logRetention = config.logRetentionDays as logs.RetentionDays;
 
-    const deploymentRoleArn = config.access.deploymentRoleArn ?? bootstrapDeploymentRoleArn(this);
+    const deploymentRoleArn = named ?? bootstrapDeploymentRoleArn(this);
     this.cache = new TokenCache(this, 'Cache', {
       stage: config.stage,
       throwaway: config.throwaway,

@@ -227,4 +227,18 @@ describe('the cache key policy', () => {
       evaluate(other, policy, { principal: DEPLOYMENT_ROLE, action: 'kms:PutKeyPolicy' }),
     ).toBe('implicitly denied');
   });
+
+  it('regression: has CloudFormation deploy as the role a stage names, the only one the key policy lets create the key', () => {
+    // KMS refuses CreateKey with a policy that does not let the caller (here
+    // CloudFormation's role) make a later PutKeyPolicy: `cdk deploy` must hand
+    // CloudFormation the named role, not the bootstrap's execution role.
+    const named = `arn:aws:iam::${ACCOUNT}:role/deploy/token-vending`;
+    const { app, stack } = synth(stage({ deploymentRoleArn: named }));
+    const { app: defaultApp, stack: defaultStack } = synth();
+
+    expect(app.synth().getStackByName(stack.stackName).cloudFormationExecutionRoleArn).toBe(named);
+    expect(
+      defaultApp.synth().getStackByName(defaultStack.stackName).cloudFormationExecutionRoleArn,
+    ).toMatch(/:role\/cdk-hnb659fds-cfn-exec-role-/);
+  });
 });
