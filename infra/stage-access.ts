@@ -29,6 +29,14 @@ export interface StageAccessInput {
    * can never use it to encrypt or decrypt. Default: none but the deployment role.
    */
   readonly keyAdministratorArns?: readonly string[];
+  /**
+   * Roles that may change the access policy in AppConfig without a deploy
+   * (new versions, deployments, the application's settings). The guardrails
+   * deny that to every other principal of the account but the deployment
+   * role: whoever can deploy a policy decides who gets tokens. Default: none
+   * but the deployment role (the policy changes with a deploy only).
+   */
+  readonly policyEditorArns?: readonly string[];
 }
 
 /** The checked access fields. */
@@ -38,6 +46,7 @@ export interface StageAccess {
   readonly organizationId?: string;
   readonly deploymentRoleArn?: string;
   readonly keyAdministratorArns: readonly string[];
+  readonly policyEditorArns: readonly string[];
 }
 
 export const ACCESS_FIELDS = [
@@ -45,6 +54,7 @@ export const ACCESS_FIELDS = [
   'organizationId',
   'deploymentRoleArn',
   'keyAdministratorArns',
+  'policyEditorArns',
 ] as const;
 
 /**
@@ -54,6 +64,13 @@ export const ACCESS_FIELDS = [
  * the organization.
  */
 export const MAX_CALLER_ACCOUNTS = 20;
+
+/**
+ * At most this many policy editors: each adds its ARN (up to about 100
+ * characters) to the service control policy, which AWS Organizations caps at
+ * 5,120 characters (Organizations quotas); infra tests check the sum.
+ */
+export const MAX_POLICY_EDITORS = 10;
 
 const ACCOUNT_PATTERN = /^\d{12}$/;
 /** Organizations ids: `o-` and 10 to 32 lower-case letters or digits (Organizations API reference). */
@@ -114,15 +131,23 @@ export function checkAccess(
     problems.push('deploymentRoleArn must be an IAM role ARN');
   }
 
-  const admins = input.keyAdministratorArns ?? [];
-  if (!Array.isArray(admins)) problems.push('keyAdministratorArns must be an array of role ARNs');
-  else {
-    admins.forEach((arn: unknown, index) => {
-      if (typeof arn !== 'string' || !ROLE_ARN_PATTERN.test(arn)) {
-        problems.push(`keyAdministratorArns[${index}] must be an IAM role ARN`);
-      }
-    });
+  const admins = roleArns(input, 'keyAdministratorArns', problems);
+  const editors = roleArns(input, 'policyEditorArns', problems);
+  if (editors.length > MAX_POLICY_EDITORS) {
+    problems.push(
+      `policyEditorArns lists ${editors.length} roles; at most ${MAX_POLICY_EDITORS} fit in the service control policy (give them one role to assume)`,
+    );
   }
+  // AppConfig has no resource policies: only the stack account's principals
+  // can change the policy, so an editor of another account is a mistake.
+  editors.forEach((arn, index) => {
+    const account = accountOf(arn);
+    if (stackAccount !== undefined && account !== stackAccount) {
+      problems.push(
+        `policyEditorArns[${index}] is a role of account ${account}, not of the stack's account ${stackAccount}`,
+      );
+    }
+  });
 
   // Without an organization, a principal of an account the URL does not
   // admit could never call it: say so now rather than as a 403 in production.
@@ -143,8 +168,26 @@ export function checkAccess(
       accounts === undefined && organizationId === undefined ? 'own-account' : callerAccounts,
     ...(typeof organizationId === 'string' ? { organizationId } : {}),
     ...(typeof deploymentRoleArn === 'string' ? { deploymentRoleArn } : {}),
-    keyAdministratorArns: Array.isArray(admins)
-      ? admins.filter((a): a is string => typeof a === 'string')
-      : [],
+    keyAdministratorArns: admins,
+    policyEditorArns: editors,
   };
+}
+
+/** The role ARNs of list field `name` (default empty); problems go to `problems`. */
+function roleArns(
+  input: Readonly<Record<string, unknown>>,
+  name: string,
+  problems: string[],
+): string[] {
+  const value = input[name] ?? [];
+  if (!Array.isArray(value)) {
+    problems.push(`${name} must be an array of role ARNs`);
+    return [];
+  }
+  value.forEach((arn: unknown, index) => {
+    if (typeof arn !== 'string' || !ROLE_ARN_PATTERN.test(arn)) {
+      problems.push(`${name}[${index}] must be an IAM role ARN`);
+    }
+  });
+  return value.filter((arn): arn is string => typeof arn === 'string');
 }

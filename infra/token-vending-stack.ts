@@ -140,6 +140,10 @@ export class TokenVendingStack extends Stack {
       providerSecretArn: credentials.anyRegionArn,
       // CloudFormation deploys; CodeDeploy moves vend's live alias during a release.
       deploymentPrincipalArns: [deploymentRoleArn, this.releases.role.roleArn],
+      accessPolicy: {
+        applicationArn: this.policy.application.applicationArn,
+        editorArns: config.access.policyEditorArns,
+      },
     });
 
     new CfnOutput(this, 'VendUrl', {

@@ -52,6 +52,11 @@ export interface GuardrailsProps {
   readonly providerSecretArn: string;
   /** Principals that may still change the functions: the deployment role. */
   readonly deploymentPrincipalArns: readonly string[];
+  /** The access policy's AppConfig application, and who besides the deployment role may change it. */
+  readonly accessPolicy: {
+    readonly applicationArn: string;
+    readonly editorArns: readonly string[];
+  };
 }
 
 /**
@@ -66,6 +71,26 @@ export const SECRET_POLICY_ACTIONS = [
   'secretsmanager:PutResourcePolicy',
   'secretsmanager:ReplicateSecretToRegions',
   'secretsmanager:StopReplicationToReplica',
+] as const;
+
+/**
+ * Changes to the access policy in AppConfig: a new version, a deployment (or
+ * stopping one, a revocation say), the profile's validator, the environment's
+ * rollback monitors, the application itself. Whoever can deploy a policy
+ * decides who gets tokens, and AppConfig has no resource policy to keep
+ * others out. On the application and everything under it
+ * (`application/<id>/*`: environments, profiles, versions, deployments), the
+ * resource types of these actions ("Actions, resources, and condition keys
+ * for AWS AppConfig", Service Authorization Reference).
+ */
+export const ACCESS_POLICY_CHANGE_ACTIONS = [
+  'appconfig:Create*',
+  'appconfig:Delete*',
+  'appconfig:StartDeployment',
+  'appconfig:StopDeployment',
+  'appconfig:TagResource',
+  'appconfig:UntagResource',
+  'appconfig:Update*',
 ] as const;
 
 /**
@@ -111,7 +136,9 @@ export const ROLE_CHANGE_ACTIONS = [
  * permissions, aliases); passing a function's role to other code, trusting
  * others with it or giving it more (a function made with vend's role reads
  * the provider secret as vend does); and changing the provider secret's
- * resource policy, which admits only the functions that read it.
+ * resource policy, which admits only the functions that read it. And they
+ * deny changing the access policy in AppConfig to all but the deployment
+ * principals and the stage's policy editors.
  *
  * Size limits: an SCP is at most 5,120 characters, a managed policy 6,144
  * (AWS Organizations quotas; IAM quotas); infra tests check both.
@@ -168,6 +195,20 @@ export class Guardrails extends Construct {
         actions: [...SECRET_POLICY_ACTIONS],
         resources: [props.providerSecretArn],
         conditions: outsideDeployment,
+      }),
+      new iam.PolicyStatement({
+        sid: 'DenyAccessPolicyChangesOutsideEditors',
+        effect: iam.Effect.DENY,
+        actions: [...ACCESS_POLICY_CHANGE_ACTIONS],
+        resources: [props.accessPolicy.applicationArn, `${props.accessPolicy.applicationArn}/*`],
+        conditions: {
+          ArnNotLike: {
+            'aws:PrincipalArn': [
+              ...props.deploymentPrincipalArns,
+              ...props.accessPolicy.editorArns,
+            ],
+          },
+        },
       }),
     ];
 

@@ -131,6 +131,38 @@ describe('validateStage', () => {
     ]);
   });
 
+  it('names what is wrong with the policy editors: not a role, another account than the pinned one, too many', () => {
+    const editor = (i: number) => `arn:aws:iam::111122223333:role/editor-${i}`;
+
+    expect(
+      problemsOf(
+        withChanges({
+          account: '111122223333',
+          policyEditorArns: [
+            'arn:aws:iam::111122223333:user/alice',
+            'arn:aws:iam::444455556666:role/ops',
+          ],
+        }),
+      ),
+    ).toEqual([
+      'policyEditorArns[0] must be an IAM role ARN',
+      "policyEditorArns[1] is a role of account 444455556666, not of the stack's account 111122223333",
+    ]);
+    expect(problemsOf(withChanges({ policyEditorArns: 'ops' }))).toEqual([
+      'policyEditorArns must be an array of role ARNs',
+    ]);
+    expect(
+      problemsOf(
+        withChanges({ policyEditorArns: Array.from({ length: 11 }, (_, i) => editor(i)) }),
+      ),
+    ).toEqual([
+      'policyEditorArns lists 11 roles; at most 10 fit in the service control policy (give them one role to assume)',
+    ]);
+    expect(
+      validateStage(withChanges({ policyEditorArns: [editor(1)] })).access.policyEditorArns,
+    ).toEqual([editor(1)]);
+  });
+
   it('puts every problem in the error message, one per line', () => {
     expect(() =>
       validateStage(withChanges({ providerBaseUrl: 'ftp://x', secretsPrefix: '' }), '"prod"'),
@@ -172,7 +204,11 @@ describe('validateStage', () => {
     const config = validateStage(rest);
 
     expect(config.reservedConcurrency).toEqual({});
-    expect(config.access).toEqual({ callerAccounts: 'own-account', keyAdministratorArns: [] });
+    expect(config.access).toEqual({
+      callerAccounts: 'own-account',
+      keyAdministratorArns: [],
+      policyEditorArns: [],
+    });
   });
 
   it('takes caller accounts, an organization, a deployment role and key administrators', () => {
@@ -191,6 +227,7 @@ describe('validateStage', () => {
       organizationId: 'o-a1b2c3d4e5',
       deploymentRoleArn: 'arn:aws:iam::999988887777:role/deploy/token-vending',
       keyAdministratorArns: ['arn:aws:iam::999988887777:role/key-admins'],
+      policyEditorArns: [],
     });
     expect(config.reservedConcurrency).toEqual({ vend: 50, refresh: 2, issueKeys: 1 });
     expect(

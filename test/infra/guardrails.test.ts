@@ -7,10 +7,12 @@
 import type { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
+  ACCESS_POLICY_CHANGE_ACTIONS,
   FUNCTION_CHANGE_ACTIONS,
   ROLE_CHANGE_ACTIONS,
   SECRET_POLICY_ACTIONS,
 } from '../../infra/constructs/guardrails.js';
+import { MAX_POLICY_EDITORS } from '../../infra/stage-access.js';
 import {
   ACCOUNT,
   FUNCTIONS,
@@ -50,6 +52,7 @@ function doorStatements(
   vendArn: unknown,
   deploymentPrincipals: unknown[],
   functionRoles: string[],
+  policyApplicationArn: string,
 ) {
   const outsideDeployment = { ArnNotLike: { 'aws:PrincipalArn': deploymentPrincipals } };
   return [
@@ -81,6 +84,14 @@ function doorStatements(
       Resource: SECRET_ANY_REGION,
       Condition: outsideDeployment,
     },
+    {
+      Sid: 'DenyAccessPolicyChangesOutsideEditors',
+      Effect: 'Deny',
+      Action: [...ACCESS_POLICY_CHANGE_ACTIONS],
+      Resource: [policyApplicationArn, `${policyApplicationArn}/*`],
+      // The example stage names no policy editor: the deployment principals alone.
+      Condition: outsideDeployment,
+    },
   ];
 }
 
@@ -92,6 +103,8 @@ describe('guardrails', () => {
   let deployers: string[];
   /** Each function's role, as the policies name it. */
   let functionRoles: string[];
+  /** The access policy's AppConfig application. */
+  let policyApplication: string;
 
   beforeAll(() => {
     template = synth().template;
@@ -113,6 +126,8 @@ describe('guardrails', () => {
     functionRoles = ALL_FUNCTIONS.map(
       (name) => `arn:aws:iam::${ACCOUNT}:role/${roleIdOf(template, name)}`,
     );
+    const application = Object.keys(template.findResources('AWS::AppConfig::Application'))[0];
+    policyApplication = `arn:aws:appconfig:${REGION}:${ACCOUNT}:application/${resolveValue(template, { Ref: application })}`;
     boundary = (
       Object.values(policies)[0] as { Properties: { PolicyDocument: { Statement: unknown[] } } }
     ).Properties.PolicyDocument;
@@ -121,7 +136,7 @@ describe('guardrails', () => {
   it('outputs a service control policy that denies a direct Invoke and changes outside deployment', () => {
     expect(scp).toEqual({
       Version: '2012-10-17',
-      Statement: doorStatements(VEND_ARN, deployers, functionRoles),
+      Statement: doorStatements(VEND_ARN, deployers, functionRoles, policyApplication),
     });
     // AWS Organizations takes SCPs of at most 5,120 characters.
     expect(JSON.stringify(scp).length).toBeLessThan(5120);
@@ -132,7 +147,7 @@ describe('guardrails', () => {
     expect(withSortedResources(resolveDocument(template, boundary.Statement) as unknown[])).toEqual(
       withSortedResources([
         { Sid: 'CapAtIdentityPolicies', Effect: 'Allow', Action: '*', Resource: '*' },
-        ...doorStatements(VEND_ARN, deployers, functionRoles),
+        ...doorStatements(VEND_ARN, deployers, functionRoles, policyApplication),
         {
           Sid: 'DenyBoundaryRemoval',
           Effect: 'Deny',
@@ -274,6 +289,73 @@ describe('guardrails', () => {
         }
       }
     });
+
+    it('regression: denies changing the access policy in AppConfig (a version granting oneself every scope) to all but the deployment role', () => {
+      // Review: a principal with AppConfig write rights (PowerUserAccess) made
+      // and deployed a policy granting itself '*', then called the URL.
+      const changes: Array<[string, string]> = [
+        ['appconfig:CreateHostedConfigurationVersion', '/configurationprofile/p1'],
+        ['appconfig:StartDeployment', '/environment/e1'],
+        ['appconfig:StopDeployment', '/environment/e1/deployment/3'],
+        ['appconfig:UpdateConfigurationProfile', '/configurationprofile/p1'],
+        ['appconfig:UpdateEnvironment', '/environment/e1'],
+        ['appconfig:CreateExtensionAssociation', ''],
+        ['appconfig:DeleteApplication', ''],
+        ['appconfig:TagResource', ''],
+      ];
+      for (const [action, under] of changes) {
+        expect(ask(CALLER, action, `${policyApplication}${under}`)).toBe('denied');
+        expect(ask(DEPLOYMENT_ROLE, action, `${policyApplication}${under}`)).not.toBe('denied');
+      }
+      // Reading it, as the functions do, and another application, are left alone.
+      for (const action of [
+        'appconfig:GetLatestConfiguration',
+        'appconfig:GetConfigurationProfile',
+      ]) {
+        expect(ask(CALLER, action, `${policyApplication}/configurationprofile/p1`)).not.toBe(
+          'denied',
+        );
+      }
+      const other = `arn:aws:appconfig:${REGION}:${ACCOUNT}:application/other`;
+      expect(ask(CALLER, 'appconfig:StartDeployment', `${other}/environment/e1`)).not.toBe(
+        'denied',
+      );
+    });
+  });
+
+  it("lets the stage's policy editors change the access policy, and nobody else", () => {
+    const editor = `arn:aws:iam::${ACCOUNT}:role/ops/token-vending-policy-editor`;
+    const { template: other } = synth(stage({ policyEditorArns: [editor] }));
+    const scp = JSON.parse(
+      resolveValue(other, other.toJSON().Outputs.GuardrailServiceControlPolicy.Value),
+    ) as { Statement: unknown[] };
+    const application = Object.keys(other.findResources('AWS::AppConfig::Application'))[0];
+    const profile = `arn:aws:appconfig:${REGION}:${ACCOUNT}:application/${resolveValue(other, { Ref: application })}/configurationprofile/p1`;
+    const ask = (principal: string) =>
+      evaluate(other, scp, {
+        principal,
+        action: 'appconfig:CreateHostedConfigurationVersion',
+        resource: profile,
+      });
+
+    expect(ask(editor)).not.toBe('denied');
+    expect(ask(DEPLOYMENT_ROLE)).not.toBe('denied');
+    expect(ask(CALLER)).toBe('denied');
+  });
+
+  it('keeps the service control policy within 5,120 characters with the most policy editors a stage may name', () => {
+    const editors = Array.from(
+      { length: MAX_POLICY_EDITORS },
+      (_, i) => `arn:aws:iam::${ACCOUNT}:role/operations/token-vending/policy-editor-${i}`,
+    );
+    const { template: other } = synth(stage({ policyEditorArns: editors }));
+    const scp = resolveValue(other, other.toJSON().Outputs.GuardrailServiceControlPolicy.Value);
+
+    expect(JSON.parse(scp).Statement.at(-1).Condition.ArnNotLike['aws:PrincipalArn']).toEqual(
+      expect.arrayContaining(editors),
+    );
+    // With AppConfig's 7-character ids (the test's stand-ins are longer).
+    expect(scp.length).toBeLessThan(5120);
   });
 
   it('regression: a bounded principal cannot escape through a role or user it creates without the boundary', () => {
