@@ -104,7 +104,15 @@ export interface StageConfig extends StageRelease {
 }
 
 /** A stage configuration that cannot be deployed; the message lists every problem. */
-export class StageConfigError extends Error {
+/**
+ * What the person running synth gave wrong (the stage, a context value):
+ * `infra/app.ts` prints its message alone, without a stack trace.
+ */
+export class SynthInputError extends Error {
+  override name = 'SynthInputError';
+}
+
+export class StageConfigError extends SynthInputError {
   override name = 'StageConfigError';
   readonly problems: readonly string[];
   constructor(source: string, problems: readonly string[]) {

@@ -4,6 +4,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
 import { LISTING_INDEXES, type ListingIndex } from '../../functions/adapters/table-indexes.js';
+import { SynthInputError } from '../config.js';
 import type { TokenVendingFunction } from './token-vending-function.js';
 
 /** Item key prefixes (functions/core/item-keys.ts, functions/issue-keys/business-application-id.ts). */
@@ -308,7 +309,7 @@ function chosenIndexes(value: unknown): readonly ListingIndex[] {
     .map((name) => name.trim());
   const unknown = names.filter((name) => !LISTING_INDEXES.some((index) => index.name === name));
   if (unknown.length > 0) {
-    throw new Error(
+    throw new SynthInputError(
       `${LISTING_INDEXES_CONTEXT}: no listing index ${unknown.join(', ')} (there are ${LISTING_INDEXES.map((i) => i.name).join(', ')})`,
     );
   }
