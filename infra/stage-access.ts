@@ -114,6 +114,11 @@ export function checkAccess(
       callerAccounts = accounts.filter((a): a is string => typeof a === 'string');
     }
   }
+  if (Array.isArray(accounts) && accounts.length === 0 && input.organizationId === undefined) {
+    problems.push(
+      'callerAccounts is empty and no organizationId is given: the URL would admit no caller (leave it out to admit the stack account)',
+    );
+  }
 
   const organizationId = input.organizationId;
   if (

@@ -163,6 +163,16 @@ describe('validateStage', () => {
     ).toEqual([editor(1)]);
   });
 
+  it('regression: refuses an empty callerAccounts without an organization, which admitted no caller and skipped the grant check', () => {
+    expect(problemsOf(withChanges({ callerAccounts: [] }))).toEqual([
+      'callerAccounts is empty and no organizationId is given: the URL would admit no caller (leave it out to admit the stack account)',
+    ]);
+    expect(
+      validateStage(withChanges({ callerAccounts: [], organizationId: 'o-a1b2c3d4e5' })).access
+        .organizationId,
+    ).toBe('o-a1b2c3d4e5');
+  });
+
   it('puts every problem in the error message, one per line', () => {
     expect(() =>
       validateStage(withChanges({ providerBaseUrl: 'ftp://x', secretsPrefix: '' }), '"prod"'),
