@@ -3,8 +3,11 @@ import { loadStack } from './cli-target.js';
 import { runProjectScript } from './project-script.js';
 import { STACK_FILE } from './stack-file.js';
 
-/** An admin event (docs/operations.md): a JSON object with an `action`. */
-export type AdminEvent = Record<string, unknown> & { action: string };
+/**
+ * An admin event (docs/operations.md): a JSON object with an `action`, or the
+ * short form `{"all":true}` (invalidate everything), which has none.
+ */
+export type AdminEvent = Record<string, unknown> & { action?: string };
 
 /**
  * The alias a deploy releases each function to (CodeDeploy moves it; a

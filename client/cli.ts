@@ -74,9 +74,10 @@ export const ADMIN_HELP = `Usage: tvm admin '<event json>' [--function NAME] [--
 
 Runs an admin event and prints the admin function's result. Events:
   {"action":"status"}
-  {"action":"invalidate","scope":"ba_123"}    {"action":"invalidate","all":true}
+  {"action":"invalidate","scope":"ba_123"}    {"action":"invalidate","all":true} (or {"all":true})
   {"action":"refresh","scope":"ba_123"}
   {"action":"issue-keys","businessApplicationIds":["ba_123"],"force":true}
+  {"action":"clear-pending-key","businessApplicationId":"ba_123","reason":"..."}
 
 Options:
   --function NAME  invoke this admin function (name or ARN) in AWS with Lambda Invoke,
@@ -143,12 +144,13 @@ function parseEvent(text: string): AdminEvent {
   } catch {
     throw new UsageError('the event is not valid JSON', 'admin');
   }
-  if (
-    typeof event !== 'object' ||
-    event === null ||
-    Array.isArray(event) ||
-    typeof (event as { action?: unknown }).action !== 'string'
-  ) {
+  if (typeof event !== 'object' || event === null || Array.isArray(event)) {
+    throw new UsageError('the event must be a JSON object with an "action"', 'admin');
+  }
+  const { action } = event as { action?: unknown };
+  // The admin's short form of "invalidate everything", {"all":true}, has no action
+  // (docs/operations.md): the admin function judges it, as it does every event.
+  if (typeof action !== 'string' && !(action === undefined && 'all' in event)) {
     throw new UsageError('the event must be a JSON object with an "action"', 'admin');
   }
   return event as AdminEvent;

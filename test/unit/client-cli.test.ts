@@ -480,6 +480,23 @@ describe('tvm admin', () => {
     expect(await client.config.region()).toBe('eu-west-1');
   });
 
+  it('regression: passes the documented short form {"all":true} on, which has no action', async () => {
+    lambda.on(InvokeCommand).resolves({
+      StatusCode: 200,
+      Payload: payload({ invalidated: ['ba_1'], not_cached: [], note: 'n' }),
+    });
+
+    const run = await tvm(['admin', '{"all":true}', '--function', 'tvm-admin'], {
+      env: { AWS_REGION: 'eu-west-1' },
+    });
+
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    const input = lambda.commandCalls(InvokeCommand)[0]?.args[0].input;
+    expect(JSON.parse(new TextDecoder().decode(input?.Payload as Uint8Array))).toEqual({
+      all: true,
+    });
+  });
+
   it('uses --region for the Lambda client', async () => {
     lambda.on(InvokeCommand).resolves({ StatusCode: 200, Payload: payload(null) });
 
