@@ -1,4 +1,5 @@
 import { runAdminCli } from './admin-cli.js';
+import { exitWhenFlushed } from './exit-when-flushed.js';
 
 // `npm run admin -- '<event json>'`: one admin event against the running local stack.
 const code = await runAdminCli(process.argv.slice(2), {
@@ -7,5 +8,5 @@ const code = await runAdminCli(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
 });
-// Writes to pipes and files are synchronous on Linux and macOS: nothing is lost.
-process.exit(code);
+// Not process.exit() at once: output still queued for a pipe would be lost.
+await exitWhenFlushed(code);

@@ -1,3 +1,4 @@
+import { exitWhenFlushed } from './exit-when-flushed.js';
 import { runPolicyCli } from './policy-cli.js';
 
 // `npm run policy -- validate <file>`: the functions' own check of a policy document.
@@ -6,4 +7,5 @@ const code = await runPolicyCli(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
 });
-process.exit(code);
+// Not process.exit() at once: a long list of problems still queued for a pipe would be lost.
+await exitWhenFlushed(code);
