@@ -1,10 +1,11 @@
 import type { Clock } from '../core/clock.js';
+import { StoreUnavailableError } from '../core/errors.js';
 import { scopeLabel, tokenKey } from '../core/item-keys.js';
 import type { PolicyProvider } from '../core/policy-source.js';
 import type { TokenStore } from '../core/ports.js';
 import type { CoreLogger } from '../core/token-service-types.js';
 import type { ClearPendingKeyResult } from '../issue-keys/clear-pending-key.js';
-import type { KeyIssuingResult } from '../issue-keys/errors.js';
+import { type KeyIssuingResult, KeyJobStoreError } from '../issue-keys/errors.js';
 import type { ClearPendingKeyRequest } from '../issue-keys/event.js';
 import type { KeyJobSummaries } from '../issue-keys/ports.js';
 import {
@@ -85,6 +86,22 @@ export interface AdminInvocation {
   readonly requestId?: string;
 }
 
+/**
+ * The key jobs for `status`. Their listing failing is the admin's table
+ * failing, as the token listing failing is: one code, `store_unavailable`,
+ * whichever of the two listings DynamoDB fails first (docs/operations.md).
+ */
+async function listKeyJobs(jobs: KeyJobSummaries) {
+  try {
+    return await jobs.list();
+  } catch (error) {
+    if (error instanceof KeyJobStoreError) {
+      throw new StoreUnavailableError(error.message, { cause: error });
+    }
+    throw error;
+  }
+}
+
 /** A forced issue-keys event carries a forceId: its own, else the admin's request id. */
 function withForceId(
   event: Record<string, unknown>,
@@ -116,7 +133,7 @@ export function createAdmin(
           const nowMs = deps.clock.now();
           const [items, jobs, loaded] = await Promise.all([
             deps.store.list(),
-            deps.jobs.list(),
+            listKeyJobs(deps.jobs),
             deps.policy.current(),
           ]);
           return {
