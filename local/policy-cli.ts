@@ -19,13 +19,6 @@ before a version deploys. Prints a summary, or every problem, one per line.
 Exit codes: 0 ok, 1 error (invalid or unreadable), 2 usage.
 `;
 
-/**
- * The largest document AppConfig's hosted configuration store takes
- * ("Configurations must be 1 MB or smaller", AWS::AppConfig::HostedConfigurationVersion,
- * CloudFormation Template Reference): a larger one could never deploy.
- */
-export const MAX_POLICY_BYTES = 1024 * 1024;
-
 export interface PolicyCliIo {
   readonly cwd: string;
   readonly stdout: { write(text: string): unknown };
@@ -52,13 +45,6 @@ export async function runPolicyCli(args: readonly string[], io: PolicyCliIo): Pr
     );
     return 1;
   }
-  const bytes = Buffer.byteLength(text, 'utf8');
-  const tooLarge =
-    bytes > MAX_POLICY_BYTES
-      ? [
-          `(document): ${bytes} bytes, over the ${MAX_POLICY_BYTES} bytes AppConfig's hosted configuration store takes`,
-        ]
-      : [];
   let policy: AccessPolicy | undefined;
   let problems: readonly string[] = [];
   try {
@@ -67,9 +53,9 @@ export async function runPolicyCli(args: readonly string[], io: PolicyCliIo): Pr
     if (!(error instanceof ConfigError)) throw error;
     problems = error instanceof PolicyInvalidError ? error.problems : [error.message];
   }
-  if (policy === undefined || tooLarge.length > 0) {
+  if (policy === undefined) {
     // One line per problem, as the checks listed them.
-    const lines = [...tooLarge, ...problems].map((p) => `  - ${p}`).join('\n');
+    const lines = problems.map((p) => `  - ${p}`).join('\n');
     io.stderr.write(`${file} is invalid:\n${lines}\n`);
     return 1;
   }

@@ -9,6 +9,15 @@ import {
 } from './access-policy-schema.js';
 import { AccessDeniedError, ConfigError, PolicyInvalidError } from './errors.js';
 
+/**
+ * The largest document AppConfig's hosted configuration store takes
+ * ("Configurations must be 1 MB or smaller", AWS::AppConfig::HostedConfigurationVersion,
+ * CloudFormation Template Reference): a larger one could never deploy, so
+ * every place that checks a document (the local stack's file included)
+ * refuses it alike.
+ */
+export const MAX_POLICY_BYTES = 1024 * 1024;
+
 export type { AccessGrant, AccessPolicyDocument } from './access-policy-schema.js';
 export { SCOPE_PATTERN } from './access-policy-schema.js';
 
@@ -165,8 +174,19 @@ export class AccessPolicy {
       );
     }
     const checked = checkPolicyDocument(raw);
+    const bytes = Buffer.byteLength(json, 'utf8');
+    const problems = [
+      ...(bytes > MAX_POLICY_BYTES
+        ? [
+            `(document): ${bytes} bytes, over the ${MAX_POLICY_BYTES} bytes AppConfig's hosted configuration store takes`,
+          ]
+        : []),
+      ...('problems' in checked ? checked.problems : []),
+    ];
     // Every problem, in one message.
-    if ('problems' in checked) throw new PolicyInvalidError(source, checked.problems);
+    if (problems.length > 0 || 'problems' in checked) {
+      throw new PolicyInvalidError(source, problems);
+    }
     const doc = checked.document;
     fixedGrants.forEach((grant, index) => {
       if (!v.is(GrantSchema, grant)) {

@@ -127,4 +127,27 @@ describe('ACCESS_POLICY_FILE under a running npm start', () => {
     expect(rejected).toMatchObject({ level: 'ERROR', keeping: expect.stringMatching(/^sha256:/) });
     for (const problem of BROKEN_PROBLEMS) expect(rejected?.problems).toContain(problem);
   }, 30_000);
+
+  it('regression: refuses an edit over 1 MB, which AppConfig could never deploy and tvm policy validate refuses, keeping the policy in force', async () => {
+    // Valid but for its size: 80,000 more scopes, about 1.4 MB
+    const scopes = Array.from({ length: 80_000 }, (_, i) => `ba_${String(i).padStart(12, '0')}`);
+    writeFileSync(
+      file,
+      JSON.stringify({
+        scopes: ['ba_demo_1', ...scopes],
+        grants: [
+          { principal: DEMO_ROLE, scopes: ['*'] },
+          { principal: PARTNER.arn, scopes: ['*'] },
+        ],
+      }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const partnerAfter = await status(stack, PARTNER);
+    const rejected = await rejection(stack, 5000);
+
+    expect(partnerAfter).toBe(403);
+    expect(rejected?.problems).toMatch(
+      /\(document\): \d+ bytes, over the 1048576 bytes AppConfig's hosted configuration store takes/,
+    );
+  }, 30_000);
 });
