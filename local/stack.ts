@@ -2,6 +2,7 @@ import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { boundedCalls, VEND_CALL_LIMITS } from '../functions/adapters/aws-client-options.js';
 import { StaticCredentials } from '../functions/adapters/credentials.js';
 import { DynamoDbTokenStore } from '../functions/adapters/dynamodb-token-store.js';
 import { AesGcmSealer } from '../functions/adapters/sealers.js';
@@ -174,7 +175,17 @@ export async function startLocalStack(
         : { ...DEMO_PROVIDER_CREDENTIALS, version: 'local' },
     );
     const sealingKey = newSealingKey();
-    const store = new DynamoDbTokenStore(client, vend.tableName);
+    // The vend instances' own client, bounded as in AWS (aws-runtime.ts): a
+    // table that stops answering means degraded vends, not hung ones. The
+    // client above, unbounded, only sets the table up.
+    const vendClient = new DynamoDBClient({
+      endpoint: dynamodbEndpoint,
+      region,
+      credentials: LOCAL_AWS_CREDENTIALS,
+      ...boundedCalls(VEND_CALL_LIMITS),
+    });
+    stops.push(async () => vendClient.destroy());
+    const store = new DynamoDbTokenStore(vendClient, vend.tableName);
     // Each instance its own memory (L1, flights, instance id); all share the
     // table and the sealing key, as Lambda's instances share DynamoDB and KMS.
     const sealer = new AesGcmSealer(sealingKey);

@@ -30,3 +30,10 @@ export function boundedCalls(limits: {
     },
   };
 }
+
+/**
+ * The vend (and refresh) function's DynamoDB and KMS calls: 1 s an attempt, 2
+ * attempts, then degraded mode. The local stack's vend instances use the same,
+ * so a local table that stops answering shows what AWS would do.
+ */
+export const VEND_CALL_LIMITS = { requestTimeoutMs: 1000, maxAttempts: 2 } as const;

@@ -3,7 +3,7 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { KMSClient } from '@aws-sdk/client-kms';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { boundedCalls } from '../adapters/aws-client-options.js';
+import { boundedCalls, VEND_CALL_LIMITS } from '../adapters/aws-client-options.js';
 import { SecretsManagerCredentials } from '../adapters/credentials.js';
 import { DynamoDbTokenStore } from '../adapters/dynamodb-token-store.js';
 import { createFunctionLogger } from '../adapters/function-logger.js';
@@ -48,7 +48,7 @@ export function createAwsRuntime<T = undefined>(
   const recorder = metricsRecorder(metrics);
   // Short timeouts: a hung AWS call must not hold a vend; DynamoDB failures fall
   // back to degraded mode, KMS and Secrets Manager ones to cached values.
-  const fast = boundedCalls({ requestTimeoutMs: 1000, maxAttempts: 2 });
+  const fast = boundedCalls(VEND_CALL_LIMITS);
   const store = new DynamoDbTokenStore(new DynamoDBClient(fast), settings.tableName);
   const policy = policyProviderFor(settings.policy, { logger, count: recorder.count });
   const runtime = createVendRuntime({

@@ -1,0 +1,42 @@
+/**
+ * The local stack's vend instances call DynamoDB with the limits the vend
+ * function has in AWS (aws-runtime.ts), so a table that stops answering turns
+ * into degraded service (SPEC section 5), as in AWS, not into vends that hang.
+ */
+import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { DEMO_IDENTITY } from '../../local/local-identities.js';
+import { type LocalStack, startLocalStack } from '../../local/stack.js';
+import { type DynamoFaultProxy, startDynamoFaultProxy } from '../support/dynamodb-fault-proxy.js';
+import { signedGet } from '../support/sigv4.js';
+import { quietLogger } from '../support/vend-harness.js';
+
+let proxy: DynamoFaultProxy;
+let stack: LocalStack;
+
+beforeAll(async () => {
+  proxy = await startDynamoFaultProxy(inject('dynamodbEndpoint'));
+  stack = await startLocalStack(
+    { PORT: '0', DYNAMODB_ENDPOINT: proxy.endpoint, TABLE_NAME: `outage-${Date.now()}` },
+    { stackFile: null, logger: quietLogger() },
+  );
+});
+afterAll(async () => {
+  await stack?.stop();
+  await proxy?.close();
+});
+
+it('regression: a DynamoDB that stops answering does not hang local vends: they are served degraded', async () => {
+  proxy.set(() => ({ kind: 'hang' }));
+  const started = Date.now();
+
+  const response = await signedGet(
+    `${stack.info.functionUrl}/token?scope=ba_demo_1`,
+    DEMO_IDENTITY,
+  );
+
+  expect(response.status).toBe(200);
+  expect(await response.json()).toMatchObject({ token_type: 'Bearer', scope: 'ba_demo_1' });
+  // AWS's bound: 1 s an attempt, 2 attempts, for the lease and the store.
+  expect(Date.now() - started).toBeLessThan(10_000);
+  proxy.set(undefined);
+});
