@@ -211,9 +211,13 @@ export function validateStage(input: unknown, source = '(stage)'): StageConfig {
 
   const providerBaseUrl = required('providerBaseUrl');
   if (providerBaseUrl !== '') {
-    if (!URL.canParse(providerBaseUrl)) problems.push('providerBaseUrl must be a URL');
-    else if (new URL(providerBaseUrl).protocol !== 'https:') {
+    const url = URL.canParse(providerBaseUrl) ? new URL(providerBaseUrl) : undefined;
+    if (url === undefined) problems.push('providerBaseUrl must be a URL');
+    else if (url.protocol !== 'https:') {
       problems.push('providerBaseUrl must be an https: URL (the key, secret and tokens go there)');
+    } else if (url.username !== '' || url.password !== '') {
+      // It would sit in the template and the function's environment, and fetch refuses it.
+      problems.push('providerBaseUrl must not contain a user name or password');
     }
   }
 

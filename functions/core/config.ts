@@ -66,11 +66,16 @@ export class EnvReader {
   secureUrl(name: string): string {
     const value = this.url(name);
     if (!URL.canParse(value)) return value;
-    const { protocol, hostname } = new URL(value);
+    const { protocol, hostname, username, password } = new URL(value);
     if (protocol !== 'https:' && !(protocol === 'http:' && isLoopbackHost(hostname))) {
       this.#problems.push(
         `${name} must be an https: URL (http: only for localhost, 127.0.0.0/8 or [::1])`,
       );
+    }
+    // fetch refuses such a URL (every call would fail as "unreachable"), and
+    // the credentials would be printed and logged with the URL.
+    if (username !== '' || password !== '') {
+      this.#problems.push(`${name} must not contain a user name or password`);
     }
     return value;
   }

@@ -333,6 +333,12 @@ describe('validateStage', () => {
     ]);
   });
 
+  it('regression: a providerBaseUrl with credentials in it is refused without quoting them', () => {
+    const problems = problemsOf(withChanges({ providerBaseUrl: 'https://key:secret@p.example' }));
+
+    expect(problems).toEqual(['providerBaseUrl must not contain a user name or password']);
+  });
+
   it('takes key readers of the stage account, and names each bad one', () => {
     const readers = [
       {

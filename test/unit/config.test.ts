@@ -122,6 +122,25 @@ describe('readVendSettings', () => {
   });
 
   it.each([
+    'https://key:secret@p.example',
+    'https://key@p.example',
+    'http://key:secret@127.0.0.1:8788',
+  ])(
+    'regression: PROVIDER_BASE_URL=%s with credentials in it is a configuration error that does not quote them',
+    (url) => {
+      const read = () =>
+        readVendSettings(
+          new EnvReader({ ACCESS_POLICY: POLICY, PROVIDER_BASE_URL: url, TABLE_NAME: 't' }),
+        );
+
+      expect(read).toThrow(
+        'Invalid configuration: PROVIDER_BASE_URL must not contain a user name or password',
+      );
+      expect(read).not.toThrow(/secret|key@/);
+    },
+  );
+
+  it.each([
     'https://p.example',
     'https://10.0.0.1:8443/base',
     'http://localhost:8080',
