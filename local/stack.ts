@@ -144,11 +144,14 @@ export async function startLocalStack(
       stops.push(() => ddb.stop());
       dynamodbEndpoint = ddb.endpoint;
     }
+    // Bounded as `npm run admin`'s: a DYNAMODB_ENDPOINT that accepts
+    // connections but never answers fails the start with a message, rather than
+    // hanging it where Ctrl-C only waits for it.
     const client = new DynamoDBClient({
       endpoint: dynamodbEndpoint,
       region,
       credentials: LOCAL_AWS_CREDENTIALS,
-      maxAttempts: 2,
+      ...boundedCalls({ requestTimeoutMs: 5000, connectionTimeoutMs: 1000, maxAttempts: 2 }),
     });
     stops.push(async () => client.destroy());
     await ensureTable(client, vend.tableName).catch((error: unknown) => {
@@ -177,7 +180,7 @@ export async function startLocalStack(
     const sealingKey = newSealingKey();
     // The vend instances' own client, bounded as in AWS (aws-runtime.ts): a
     // table that stops answering means degraded vends, not hung ones. The
-    // client above, unbounded, only sets the table up.
+    // client above only sets the table up.
     const vendClient = new DynamoDBClient({
       endpoint: dynamodbEndpoint,
       region,

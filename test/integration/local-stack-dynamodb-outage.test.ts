@@ -1,9 +1,11 @@
 /**
  * The local stack's vend instances call DynamoDB with the limits the vend
  * function has in AWS (aws-runtime.ts), so a table that stops answering turns
- * into degraded service (SPEC section 5), as in AWS, not into vends that hang.
+ * into degraded service (SPEC section 5), as in AWS, not into vends that hang;
+ * and a DYNAMODB_ENDPOINT that never answers stops `npm start` with a message.
  */
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { ConfigError } from '../../functions/core/errors.js';
 import { DEMO_IDENTITY } from '../../local/local-identities.js';
 import { type LocalStack, startLocalStack } from '../../local/stack.js';
 import { type DynamoFaultProxy, startDynamoFaultProxy } from '../support/dynamodb-fault-proxy.js';
@@ -40,3 +42,29 @@ it('regression: a DynamoDB that stops answering does not hang local vends: they 
   expect(Date.now() - started).toBeLessThan(10_000);
   proxy.set(undefined);
 });
+
+it('regression: a DYNAMODB_ENDPOINT that accepts connections but never answers fails the start, named', async () => {
+  const silent = await startDynamoFaultProxy(inject('dynamodbEndpoint'));
+  silent.set(() => ({ kind: 'hang' }));
+  const started = Date.now();
+  try {
+    const error = await startLocalStack(
+      { PORT: '0', DYNAMODB_ENDPOINT: silent.endpoint, TABLE_NAME: `silent-${Date.now()}` },
+      { stackFile: null, logger: quietLogger() },
+    ).then(
+      async (stack) => {
+        await stack.stop();
+        throw new Error('the stack started');
+      },
+      (caught: unknown) => caught as Error,
+    );
+
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.message).toMatch(
+      /^DYNAMODB_ENDPOINT .* did not serve table .*; is a DynamoDB running there\?$/,
+    );
+    expect(Date.now() - started).toBeLessThan(15_000);
+  } finally {
+    await silent.close();
+  }
+}, 30_000);
