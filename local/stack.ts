@@ -179,13 +179,19 @@ export async function startLocalStack(
     );
     const sealingKey = newSealingKey();
     // The vend instances' own client, bounded as in AWS (aws-runtime.ts): a
-    // table that stops answering means degraded vends, not hung ones. The
-    // client above only sets the table up.
+    // table that stops answering means degraded vends, not hung ones. Twice
+    // AWS's 1 s an attempt: DynamoDB Local shares the machine's cores with
+    // the stack and its callers, and a burst over many instances (whose
+    // exactly-one-mint a timed-out call would break) can queue its calls
+    // past a second. The client above only sets the table up.
     const vendClient = new DynamoDBClient({
       endpoint: dynamodbEndpoint,
       region,
       credentials: LOCAL_AWS_CREDENTIALS,
-      ...boundedCalls(VEND_CALL_LIMITS),
+      ...boundedCalls({
+        ...VEND_CALL_LIMITS,
+        requestTimeoutMs: 2 * VEND_CALL_LIMITS.requestTimeoutMs,
+      }),
     });
     stops.push(async () => vendClient.destroy());
     const store = new DynamoDbTokenStore(vendClient, vend.tableName);

@@ -1,6 +1,6 @@
 /**
- * The local stack's vend instances call DynamoDB with the limits the vend
- * function has in AWS (aws-runtime.ts), so a table that stops answering turns
+ * The local stack's vend instances call DynamoDB with bounds like the vend
+ * function's in AWS (aws-runtime.ts), so a table that stops answering turns
  * into degraded service (SPEC section 5), as in AWS, not into vends that hang;
  * and a DYNAMODB_ENDPOINT that never answers stops `npm start` with a message.
  */
@@ -38,8 +38,8 @@ it('regression: a DynamoDB that stops answering does not hang local vends: they 
 
   expect(response.status).toBe(200);
   expect(await response.json()).toMatchObject({ token_type: 'Bearer', scope: 'ba_demo_1' });
-  // AWS's bound: 1 s an attempt, 2 attempts, for the lease and the store.
-  expect(Date.now() - started).toBeLessThan(10_000);
+  // The local bound: 2 s an attempt, 2 attempts, for the first look and the read after it.
+  expect(Date.now() - started).toBeLessThan(15_000);
   proxy.set(undefined);
 });
 
