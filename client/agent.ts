@@ -126,14 +126,15 @@ function tokenQuery(
   const seen = new Set<string>();
   for (const name of search.keys()) {
     if (!['scope', 'min_ttl', 'revoked'].includes(name)) {
+      // The vend API's words: nothing the caller sent, not even a parameter name.
       return problem(
         'invalid_request',
         'Invalid request',
-        `unknown parameter '${name.slice(0, 40)}'`,
+        'Unknown parameter; use scope, min_ttl and revoked.',
       );
     }
     if (seen.has(name))
-      return problem('invalid_request', 'Invalid request', `repeated parameter '${name}'`);
+      return problem('invalid_request', 'Invalid request', `Parameter "${name}" is repeated.`);
     seen.add(name);
   }
   const scope = search.get('scope') ?? undefined;
@@ -211,7 +212,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     if (url.pathname === '/healthz') {
       // As the Secrets Manager Agent's /ping: no header, so a container health check can call it.
       if (method !== 'GET' && method !== 'HEAD') {
-        return problem('method_not_allowed', 'Method not allowed', undefined, { allow: 'GET' });
+        return problem('method_not_allowed', 'Method not allowed', 'Use GET.', { allow: 'GET' });
       }
       return {
         status: 200,
@@ -244,13 +245,20 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     if (url.pathname !== '/token')
       return problem('not_found', 'Not found', 'GET /token or /healthz');
     if (method !== 'GET')
-      return problem('method_not_allowed', 'Method not allowed', undefined, { allow: 'GET' });
+      return problem('method_not_allowed', 'Method not allowed', 'Use GET.', { allow: 'GET' });
     try {
       return await serveToken(url.searchParams);
     } catch (error) {
       if (error instanceof TokenVendingError) return problemFor(error);
       const reason = unexpected(error);
-      return { ...problem('internal_error', 'Internal error'), error: reason };
+      return {
+        ...problem(
+          'internal_error',
+          'Internal error',
+          "An internal error occurred; see the agent's log.",
+        ),
+        error: reason,
+      };
     }
   }
 
@@ -267,7 +275,14 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         : problem('invalid_request', 'Invalid request', 'the request target is not a URL');
     } catch (error) {
       const reason = unexpected(error);
-      result = { ...problem('internal_error', 'Internal error'), error: reason };
+      result = {
+        ...problem(
+          'internal_error',
+          'Internal error',
+          "An internal error occurred; see the agent's log.",
+        ),
+        error: reason,
+      };
     }
     const body = JSON.stringify(result.body);
     response.writeHead(result.status, {

@@ -173,6 +173,18 @@ describe('the agent server', () => {
     expect(answer.status).toBe(405);
     expect(answer.headers.get('allow')).toBe('GET');
     expect(answer.body.code).toBe('method_not_allowed');
+    // The vend API's body, detail included.
+    expect(answer.body.detail).toBe('Use GET.');
+  });
+
+  it('regression: names a bad parameter in its own words, quoting nothing the caller sent, as the vend API does', async () => {
+    await agentWith(vendUrl().fetch);
+
+    const unknown = await get('/token?scope=ba_1&Bearer_abc123secret=1');
+    const repeated = await get('/token?scope=ba_1&scope=ba_2');
+
+    expect(unknown.body.detail).toBe('Unknown parameter; use scope, min_ttl and revoked.');
+    expect(repeated.body.detail).toBe('Parameter "scope" is repeated.');
   });
 
   it.each([
