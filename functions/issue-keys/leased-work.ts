@@ -112,7 +112,9 @@ export class LeasedWork {
         forceId,
       );
     } else {
-      deps.logger.info('reusing the Idempotency-Key of an unfinished issue', {
+      // A warning: an earlier attempt was cut short, and this line is where an
+      // operator finds the key before clear-pending-key (docs/operations.md).
+      deps.logger.warn('reusing the Idempotency-Key of an unfinished issue', {
         ...this.#log,
         idempotencyKey,
         attempts: record.attempts,

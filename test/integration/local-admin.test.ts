@@ -289,6 +289,36 @@ describe('npm run admin against npm start', () => {
     secrets.push(keys.key, keys.secret);
   }, 60_000);
 
+  it('regression: a run that reuses a pending key says so on its stderr, naming the key clear-pending-key clears', async () => {
+    // Prepare: two 409s from the keys endpoint: a forced run leaves ba_demo_1
+    // pending, and the next run, reusing its Idempotency-Key, fails too.
+    const injected = await fetch(`${info.providerUrl}/__simulator/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ endpoint: 'keys', fault: { kind: 'status', status: 409 }, times: 2 }),
+    });
+    expect(injected.ok).toBe(true);
+    await admin('{"action":"issue-keys","businessApplicationIds":["ba_demo_1"],"force":true}');
+
+    // Act
+    const retried = await admin('{"action":"issue-keys","businessApplicationIds":["ba_demo_1"]}');
+    const cleared = await admin(
+      JSON.stringify({
+        action: 'clear-pending-key',
+        businessApplicationId: 'ba_demo_1',
+        reason: 'provider: nothing issued',
+      }),
+    );
+
+    // Assess: the line the runbook sends an operator to, before clear-pending-key
+    const line = retried.stderr
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { message: string; idempotencyKey?: string })
+      .find((l) => l.message === 'reusing the Idempotency-Key of an unfinished issue');
+    expect(line?.idempotencyKey).toBe(JSON.parse(cleared.stdout).cleared_idempotency_key);
+  }, 60_000);
+
   it('refuses a malformed event with invalid_request and every valid event', async () => {
     const run = await admin('{"action":"refresh"}');
 
