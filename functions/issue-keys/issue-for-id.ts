@@ -4,6 +4,7 @@
  * run lease on its job record, and do the work under it (leased-work.ts).
  */
 import { assertBusinessApplicationId } from './business-application-id.js';
+import { KeyVaultUnavailableError } from './errors.js';
 import {
   causeName,
   errorName,
@@ -15,7 +16,7 @@ import {
 import type { KeysRequestConfig } from './keys-request.js';
 import { type IssueForIdDeps, LeasedWork } from './leased-work.js';
 import type { KeyJobRecord } from './ports.js';
-import { isDone, knowsNothingStored } from './record-rules.js';
+import { awaitsStore, isDone, knowsNothingStored } from './record-rules.js';
 
 export type { IdOutcome } from './id-outcome.js';
 export type { IssueForIdDeps } from './leased-work.js';
@@ -48,23 +49,34 @@ export async function issueForId(
     return failed(failureCodeOf(error));
   }
   if (isDone(before, forceId)) return skippedAsDone(deps.logger, id, forceId);
-  if (!force && knowsNothingStored(before)) {
-    // Keys may be stored all the same: a recreated table, or locally a restart
-    // (the records were in memory, the key files are not), then maybe a refused
-    // forced reissue. Never issue over them.
+  // Ask the vault before anything can be issued (a sealed answer waiting to be
+  // stored needs no provider call): whether keys are stored, when the record
+  // knows of none, and in every case whether it could take keys now. A secret
+  // scheduled for deletion takes no new version: keys issued for it (a forced
+  // reissue, or a pending issue finished) could only fail to store.
+  if (!awaitsStore(before)) {
     try {
-      if (await deps.vault.has(id)) {
+      const stored = await deps.vault.has(id);
+      if (stored && !force && knowsNothingStored(before)) {
+        // Keys may be stored all the same: a recreated table, or locally a restart
+        // (the records were in memory, the key files are not), then maybe a refused
+        // forced reissue. Never issue over them.
         deps.logger.info('keys already stored, though the job has no record of them; skipped', log);
         return { kind: 'skipped' };
       }
     } catch (error) {
       const code = failureCodeOf(error);
-      deps.logger.warn('could not tell whether keys are stored; nothing issued', {
-        ...log,
-        code,
-        errorName: errorName(error),
-        causeName: causeName(error),
-      });
+      deps.logger.warn(
+        'could not tell whether keys are stored, or the vault cannot take keys now; nothing issued',
+        {
+          ...log,
+          code,
+          errorName: errorName(error),
+          causeName: causeName(error),
+          // Our own adapter's words (the secret or file and why), never a value.
+          ...(error instanceof KeyVaultUnavailableError ? { detail: error.message } : {}),
+        },
+      );
       return failed(code);
     }
   }

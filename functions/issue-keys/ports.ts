@@ -171,7 +171,8 @@ export interface KeyVault {
   locationOf(id: string): string;
   /**
    * Whether keys for `id` are in the vault (a secret with a current value, or a file,
-   * at `locationOf(id)`), asked when the job record knows of none.
+   * at `locationOf(id)`), asked before anything is issued: its answer counts when the
+   * job record knows of none, its KeyVaultUnavailableError always.
    * @throws KeyVaultUnavailableError when the vault cannot say, or could not take keys
    *   (a secret scheduled for deletion, something other than a file at the path).
    */

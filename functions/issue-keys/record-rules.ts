@@ -34,3 +34,7 @@ export function forcedByAfterStore(
  */
 export const knowsNothingStored = (record: KeyJobRecord | undefined): boolean =>
   record === undefined || (record.state === 'rejected' && record.storedAt === undefined);
+
+/** The provider's answer waits, sealed in the record, to be stored: no provider call is needed. */
+export const awaitsStore = (record: KeyJobRecord | undefined): boolean =>
+  record?.state === 'received' && record.sealed !== undefined;

@@ -10,6 +10,7 @@ import {
   CreateSecretCommand,
   DescribeSecretCommand,
   InternalServiceError,
+  InvalidRequestException,
   PutSecretValueCommand,
   ResourceExistsException,
   ResourceNotFoundException,
@@ -93,6 +94,8 @@ export class FakeSecretsManager {
   failures = 0;
   /** DescribeSecret calls left to fail with InternalServiceError. */
   describeFailures = 0;
+  /** Secrets scheduled for deletion: described with a DeletedDate, refusing new versions. */
+  readonly deleting = new Set<string>();
 
   constructor(sm: AwsClientStub<SecretsManagerClient>) {
     const failing = () => {
@@ -103,6 +106,7 @@ export class FakeSecretsManager {
     sm.on(CreateSecretCommand).callsFake((input) => {
       failing();
       const name = input.Name as string;
+      this.refuseIfDeleting(name);
       if (this.secrets.has(name)) {
         throw new ResourceExistsException({ message: 'the secret exists', $metadata: {} });
       }
@@ -123,11 +127,16 @@ export class FakeSecretsManager {
       if (!secret) {
         throw new ResourceNotFoundException({ message: 'no such secret', $metadata: {} });
       }
-      return { Name: name, VersionIdsToStages: { [secret.current]: ['AWSCURRENT'] } };
+      return {
+        Name: name,
+        VersionIdsToStages: { [secret.current]: ['AWSCURRENT'] },
+        ...(this.deleting.has(name) ? { DeletedDate: new Date() } : {}),
+      };
     });
     sm.on(PutSecretValueCommand).callsFake((input) => {
       failing();
       const name = input.SecretId as string;
+      this.refuseIfDeleting(name);
       const secret = this.secrets.get(name);
       if (!secret) throw new Error(`no secret ${name}`);
       const token = input.ClientRequestToken as string;
@@ -139,6 +148,17 @@ export class FakeSecretsManager {
       secret.current = token;
       return { Name: name, VersionId: token };
     });
+  }
+
+  /** As Secrets Manager answers CreateSecret and PutSecretValue for a secret scheduled for deletion. */
+  private refuseIfDeleting(name: string): void {
+    if (this.deleting.has(name)) {
+      throw new InvalidRequestException({
+        message:
+          "You can't perform this operation on the secret because it was marked for deletion.",
+        $metadata: {},
+      });
+    }
   }
 
   /** The current value of a secret. */
