@@ -44,20 +44,24 @@ export type KeyIssuingCode =
    */
   | 'answer_awaiting_store'
   /** The invocation-level failure: at least one id failed. */
-  | 'key_issuing_failed';
+  | 'key_issuing_failed'
+  /**
+   * The invocation-level failure of a run over the configured ids: the access
+   * policy document that lists them could not be loaded; nothing was issued.
+   */
+  | 'policy_unavailable';
+
+/** The codes that fail a whole invocation, never one id. */
+type RunCode = 'key_issuing_failed' | 'policy_unavailable';
 
 /** What `failed[].code` holds: the job's codes, or the client library's when the token fetch failed. */
-export type FailureCode = Exclude<KeyIssuingCode, 'key_issuing_failed'> | TokenVendingErrorCode;
+export type FailureCode = Exclude<KeyIssuingCode, RunCode> | TokenVendingErrorCode;
 
 export class KeyIssuingError extends Error {
   override name = 'KeyIssuingError';
-  readonly code: FailureCode | 'key_issuing_failed';
+  readonly code: FailureCode | RunCode;
 
-  constructor(
-    code: FailureCode | 'key_issuing_failed',
-    message: string,
-    options?: { cause?: unknown },
-  ) {
+  constructor(code: FailureCode | RunCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
   }
@@ -77,6 +81,25 @@ export class InvalidKeyIssuingRequestError extends KeyIssuingError {
 
 /** 4xx answers after which the provider may still hold (or be working on) this key's request. */
 const NOT_DEFINITIVE: ReadonlySet<number> = new Set([401, 408, 409, 425, 429]);
+
+/**
+ * A run over the configured ids could not learn them: the access policy
+ * document (AppConfig) that lists them could not be loaded, as on a cold
+ * start while AppConfig is out of reach. Nothing was issued. Its stack is
+ * only its message: operators get the code, never a stack trace.
+ */
+export class ConfiguredIdsUnavailableError extends KeyIssuingError {
+  override name = 'ConfiguredIdsUnavailableError' as const;
+  constructor(cause: unknown) {
+    const name = cause instanceof Error ? cause.name : typeof cause;
+    super(
+      'policy_unavailable',
+      `policy_unavailable: the access policy, which lists the business applications a scheduled run covers, could not be loaded (${name}); nothing was issued. The next run tries again; an event naming businessApplicationIds does not need it.`,
+      { cause },
+    );
+    this.stack = `${this.name}: ${this.message}`;
+  }
+}
 
 /** An answer of the keys endpoint (or its absence) that did not issue keys. */
 export class KeysEndpointError extends KeyIssuingError {

@@ -12,7 +12,13 @@ export const failed = (code: FailureCode): IdOutcome => ({ kind: 'failed', code 
 
 /** The failure code of anything thrown while working on an id. */
 export function failureCodeOf(error: unknown): FailureCode {
-  if (error instanceof KeyIssuingError && error.code !== 'key_issuing_failed') return error.code;
+  if (
+    error instanceof KeyIssuingError &&
+    error.code !== 'key_issuing_failed' &&
+    error.code !== 'policy_unavailable'
+  ) {
+    return error.code;
+  }
   if (error instanceof TokenVendingError) return error.code;
   return 'internal_error';
 }

@@ -11,6 +11,7 @@ export {
   readKeyIssuingSettings,
 } from './config.js';
 export {
+  ConfiguredIdsUnavailableError,
   type FailureCode,
   InvalidKeyIssuingRequestError,
   type KeyIssuingCode,

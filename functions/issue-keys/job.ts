@@ -10,6 +10,7 @@ import type { Sealer } from '../core/ports.js';
 import type { CoreLogger } from '../core/token-service-types.js';
 import { type ClearPendingKeyResult, clearPendingKey } from './clear-pending-key.js';
 import {
+  ConfiguredIdsUnavailableError,
   KeyIssuingFailedError,
   type KeyIssuingResult,
   PendingKeyNotClearedError,
@@ -68,14 +69,18 @@ export interface KeyIssuingRunOptions {
 }
 
 export interface KeyIssuingJob {
-  /** Processes every id, then returns what happened to each; never throws for an id's failure. */
+  /**
+   * Processes every id, then returns what happened to each; never throws for an id's failure.
+   * @throws ConfiguredIdsUnavailableError when no ids were given and the configured ones
+   *   could not be read (the access policy document could not be loaded)
+   */
   run(options?: KeyIssuingRunOptions): Promise<KeyIssuingResult>;
   /**
    * Validates an event (`{}`, `{"businessApplicationIds":[...],"force":true}`), runs it,
    * and throws a KeyIssuingFailedError (carrying the result) when any id failed.
    * `requestId` (the Lambda request id) is a forced event's identity unless the
    * event names one (`forceId`).
-   * @throws InvalidKeyIssuingRequestError, KeyIssuingFailedError
+   * @throws InvalidKeyIssuingRequestError, KeyIssuingFailedError, ConfiguredIdsUnavailableError
    */
   handle(
     event: unknown,
@@ -158,9 +163,22 @@ export function createKeyIssuingJob(
       typeof businessApplicationIds === 'function'
         ? () => businessApplicationIds()
         : () => Promise.resolve(businessApplicationIds);
-    const ids = [...new Set(options.businessApplicationIds ?? (await configured()))];
-    const force = options.force ?? false;
     const owner = uuid();
+    let requested = options.businessApplicationIds;
+    if (requested === undefined) {
+      try {
+        requested = await configured();
+      } catch (error) {
+        count('KeyIssuingRuns');
+        logger.error('could not load the configured business application ids; nothing issued', {
+          runId: owner,
+          errorName: error instanceof Error ? error.name : typeof error,
+        });
+        throw new ConfiguredIdsUnavailableError(error);
+      }
+    }
+    const ids = [...new Set(requested)];
+    const force = options.force ?? false;
     const forceId = force ? (options.forceId ?? owner) : undefined;
     count('KeyIssuingRuns');
     const result: KeyIssuingResult = { issued: [], skipped: [], failed: [] };

@@ -247,6 +247,30 @@ it('takes an id onboarded in a new policy version on its next run, without a dep
   expect(result.failed).toEqual([]);
 });
 
+it('regression: a scheduled run that cannot load the access policy fails policy_unavailable, without a stack trace', async () => {
+  // Prepare: a cold start while AppConfig is out of reach
+  appConfig.fail(100);
+  const { handler } = await import('../../functions/issue-keys/handler.js');
+
+  // Act
+  const error = await handler({}, context).catch((e: unknown) => e);
+  const named = await handler({ businessApplicationIds: ['ba_demo_1'] }, context);
+
+  // Assess: the code first (the admin's invoker reads it), the stack only the message.
+  expect(error).toMatchObject({
+    name: 'ConfiguredIdsUnavailableError',
+    code: 'policy_unavailable',
+  });
+  expect((error as Error).message).toMatch(/^policy_unavailable: .*nothing was issued/);
+  expect((error as Error).stack).toBe(`ConfiguredIdsUnavailableError: ${(error as Error).message}`);
+  // A run naming its ids needs no policy (issued now, or stored by an earlier test).
+  const { issued, skipped, failed } = named as KeyIssuingResult;
+  expect({ covered: [...issued, ...skipped], failed }).toEqual({
+    covered: ['ba_demo_1'],
+    failed: [],
+  });
+});
+
 it('names every configuration problem at start', async () => {
   // Prepare
   delete process.env.VEND_URL;
