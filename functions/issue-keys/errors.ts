@@ -68,6 +68,22 @@ export class KeyIssuingError extends Error {
 }
 
 /**
+ * An error as an invocation fails with it: its message starts with its code
+ * (`job_store_unavailable: ...`; the admin's invoker and operators read the
+ * code there) and its stack is only its message, never a stack trace. Other
+ * errors are returned unchanged.
+ */
+export function asInvocationError(error: unknown): unknown {
+  if (error instanceof KeyIssuingError) {
+    if (!error.message.startsWith(`${error.code}:`)) {
+      error.message = `${error.code}: ${error.message}`;
+    }
+    error.stack = `${error.name}: ${error.message}`;
+  }
+  return error;
+}
+
+/**
  * A bad event, setting or id. Its stack is only its message: operators get a
  * clear answer, never a stack trace.
  */

@@ -10,6 +10,7 @@ import type { Sealer } from '../core/ports.js';
 import type { CoreLogger } from '../core/token-service-types.js';
 import { type ClearPendingKeyResult, clearPendingKey } from './clear-pending-key.js';
 import {
+  asInvocationError,
   ConfiguredIdsUnavailableError,
   KeyIssuingFailedError,
   type KeyIssuingResult,
@@ -290,7 +291,8 @@ export function createKeyIssuingJob(
       } catch (error) {
         // The operator's answer (nothing to clear, or not now), not an outage.
         if (error instanceof PendingKeyNotClearedError) count('RefusedRequests');
-        throw error;
+        // A table failure too answers with its code (job_store_unavailable), not a stack trace.
+        throw asInvocationError(error);
       }
     },
   };

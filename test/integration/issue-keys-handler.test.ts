@@ -271,6 +271,23 @@ it('regression: a scheduled run that cannot load the access policy fails policy_
   });
 });
 
+it('regression: clear-pending-key with the job table unreachable answers job_store_unavailable, without a stack trace', async () => {
+  // Prepare
+  process.env.TABLE_NAME = 'no-such-table';
+  const { handler } = await import('../../functions/issue-keys/handler.js');
+  const event = { action: 'clear-pending-key', businessApplicationId: 'ba_demo_1', reason: 'ok' };
+
+  // Act
+  const error = await handler(event, context).catch((e: unknown) => e);
+
+  // Assess: the code first, as the admin's invoker reads it.
+  expect(error).toMatchObject({ name: 'KeyJobStoreError', code: 'job_store_unavailable' });
+  expect((error as Error).message).toBe(
+    'job_store_unavailable: DynamoDB GetItem failed (ResourceNotFoundException)',
+  );
+  expect((error as Error).stack).toBe(`KeyJobStoreError: ${(error as Error).message}`);
+});
+
 it('names every configuration problem at start', async () => {
   // Prepare
   delete process.env.VEND_URL;
