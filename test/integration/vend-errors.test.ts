@@ -106,6 +106,34 @@ describe('vend API answers', () => {
     );
   });
 
+  it('401 unauthenticated for an empty IAM identity, not a judgement of it', async () => {
+    expectProblem(
+      await vend(instance(), urlEvent({ query: 'scope=ba_demo_1', arn: '' })),
+      401,
+      'unauthenticated',
+    );
+  });
+
+  it('expires_in is the whole seconds left now: expires_at less the current second', async () => {
+    // Prepare: a clock standing mid-second, so whole seconds never straddle a real one.
+    const clock = new TestClock({
+      frozenAt: Date.UTC(2030, 0, 1, 0, 0, 0, 600),
+      virtualSleep: true,
+    });
+    const runtime = makeInstance({ sim, clock, client, table });
+    const first = await vend(runtime, urlEvent({ query: 'scope=ba_demo_1' }));
+    clock.advance(100);
+
+    // Act
+    const later = await vend(runtime, urlEvent({ query: 'scope=ba_demo_1' }));
+
+    // Assess
+    const nowSeconds = Math.floor(clock.now() / 1000);
+    expect(later.body.expires_at).toBe(first.body.expires_at);
+    expect(later.body.expires_in).toBe((later.body.expires_at as number) - nowSeconds);
+    expect(first.body.expires_in).toBe((first.body.expires_at as number) - (nowSeconds - 100));
+  });
+
   it('403 access_denied alike for ungranted and unconfigured scopes', async () => {
     const ungranted = await vend(
       instance(),
