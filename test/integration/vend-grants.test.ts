@@ -63,6 +63,11 @@ describe('GET /grants', () => {
       { scopes: ['ba_demo_1', 'ba_demo_2', 'ba_other'], unscoped: false },
     ],
     ['nothing, for a caller of another account', STRANGER_ARN, { scopes: [], unscoped: false }],
+    [
+      "its role's grants, for a caller that is the role ARN itself (a local identity)",
+      'arn:aws:iam::111122223333:role/checkout',
+      { scopes: ['ba_demo_1', 'ba_demo_2'], unscoped: false },
+    ],
   ])('answers %s', async (_label, arn, granted) => {
     const answer = await vend(instance(), urlEvent({ path: '/grants', arn }));
 
@@ -84,6 +89,7 @@ describe('GET /grants', () => {
 
   it.each([
     ['401 without an identity', urlEvent({ path: '/grants', arn: null }), 401, 'unauthenticated'],
+    ['401 for an empty identity', urlEvent({ path: '/grants', arn: '' }), 401, 'unauthenticated'],
     [
       '400 with a query',
       urlEvent({ path: '/grants', query: 'scope=ba_demo_1' }),
@@ -113,5 +119,20 @@ describe('GET /grants', () => {
     expect(answer.body.code).toBe('upstream_unavailable');
     // The store answered (an invalid document): it is asked again after the max age.
     expect(answer.headers['retry-after']).toBe('60');
+  });
+});
+
+describe('a caller that is a role ARN itself (a local identity with a role ARN)', () => {
+  const ROLE_ARN = 'arn:aws:iam::111122223333:role/checkout';
+
+  it("is vended the scopes its role's grant names, and no others", async () => {
+    const runtime = instance();
+
+    const granted = await vend(runtime, urlEvent({ query: 'scope=ba_demo_1', arn: ROLE_ARN }));
+    const other = await vend(runtime, urlEvent({ query: 'scope=ba_other', arn: ROLE_ARN }));
+
+    expect(granted.status).toBe(200);
+    expect(other.status).toBe(403);
+    expect(other.body.code).toBe('access_denied');
   });
 });
