@@ -181,6 +181,20 @@ describe('AccessPolicy.parse', () => {
     expect((error as Error).message).toContain('must be an IAM role ARN');
   });
 
+  it('takes a document of exactly 1 MiB, the most AppConfig stores, and refuses one byte more', () => {
+    // Prepare: a valid document padded with whitespace to the limit and past it.
+    const document = JSON.stringify(POLICY);
+    const ofSize = (bytes: number): string => document + ' '.repeat(bytes - document.length);
+
+    // Act
+    const atLimit = AccessPolicy.parse(ofSize(1024 * 1024));
+    const over = (): AccessPolicy => AccessPolicy.parse(ofSize(1024 * 1024 + 1));
+
+    // Assess
+    expect(atLimit.allows(assumed('checkout'), 'ba_123')).toBe(true);
+    expect(over).toThrow(/\(document\): 1048577 bytes, over the 1048576 bytes/);
+  });
+
   it('rejects a grant naming a scope that is not listed in scopes', () => {
     // Prepare
     const doc = {
