@@ -520,6 +520,29 @@ describe('requestToken: retries', () => {
     expect(clock.waits[0]).toBeGreaterThanOrEqual(2000);
   });
 
+  it('waits out an HTTP-date Retry-After to its second: a part second left counts whole', async () => {
+    // Prepare: the provider asks for 4 s from the start of our current second;
+    // 3.211 s of it are left, and a retry at 3 s would come before its date.
+    const dateMs = START_MS - (START_MS % 1000) + 4000;
+    let answered = false;
+    deps = {
+      ...deps,
+      fetch: async (input, init) => {
+        if (answered) return globalThis.fetch(input, init);
+        answered = true;
+        const headers = { 'retry-after': new Date(dateMs).toUTCString() };
+        return new Response(null, { status: 503, headers });
+      },
+    };
+
+    // Act
+    await requestToken(deps, config, CREDENTIALS, 'ba_demo_1');
+
+    // Assess
+    expect(clock.waits).toEqual([4000]);
+    expect(START_MS + (clock.waits[0] ?? 0)).toBeGreaterThanOrEqual(dateMs);
+  });
+
   it('waits out a Retry-After of exactly 5 s', async () => {
     // Prepare
     injectFault({ kind: 'status', status: 429, retryAfter: 5 });
