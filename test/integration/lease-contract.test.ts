@@ -477,6 +477,31 @@ it("DynamoDB store: a lease keeps its item from expiring: a day without a token 
   expect(besideToken).toBe(expiresAt - 60);
 });
 
+it('DynamoDB store: a lease beside a token with a minute or less left keeps its item a day, not at the token ttl already past', async () => {
+  // Prepare: the token's own ttl (expires_at - 60) is past; DynamoDB may sweep the item any time.
+  const store = new DynamoDbTokenStore(shared.client, shared.table);
+  const later = NOW + 20_000;
+  await store.tryAcquireLease(PK, 'a', NOW, NOW + 10_000, NO_REVISION);
+  await store.putToken(PK, storedToken(Math.floor(later / 1000) + 30), 'a');
+
+  // Act
+  const taken = await store.tryAcquireLease(
+    PK,
+    'b',
+    later,
+    later + 10_000,
+    (await store.get(PK))?.revision,
+  );
+
+  // Assess
+  const item = await shared.client.send(
+    new GetItemCommand({ TableName: shared.table, Key: { pk: { S: PK } }, ConsistentRead: true }),
+  );
+  expect(taken).toBe(true);
+  expect(item.Item?.sealed_token?.B).toBeDefined();
+  expect(Number(item.Item?.ttl?.N)).toBe(Math.floor(later / 1000) + 86_400);
+});
+
 it('DynamoDB store: a watched lease whose lease_owner is not a string (a hand edit, read as no owner) can be taken', async () => {
   // Prepare
   const store = new DynamoDbTokenStore(shared.client, shared.table);
