@@ -683,6 +683,25 @@ describe('requestToken: deadline', () => {
     expect(sim.stats.tokenRequests).toBe(0);
   });
 
+  it('sends nothing when the deadline is now: no time is left for an answer', async () => {
+    // Prepare
+    let sent = 0;
+    deps = {
+      ...deps,
+      fetch: (input, init) => {
+        sent++;
+        return globalThis.fetch(input, init);
+      },
+    };
+
+    // Act
+    const error = await failure(requestToken(deps, config, CREDENTIALS, 'ba_demo_1', START_MS));
+
+    // Assess
+    expect(error.code).toBe('upstream_unavailable');
+    expect(sent).toBe(0);
+  });
+
   it("cuts an attempt's timeout to the time left before the deadline", async () => {
     // Regression (review): the first attempt always waited its full 3 s, so a
     // lease holder that learned of its lease late could still be asking the
