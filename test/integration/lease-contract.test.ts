@@ -432,6 +432,20 @@ it("DynamoDB store: a failure the previous release writes is never read with an 
   });
 });
 
+it('DynamoDB store: a failure recorded without a code (releases before failed_code) reads as a provider outage', async () => {
+  // Releases before failed_code recorded every failed refresh as failed_at alone:
+  // their callers answer 503 upstream_unavailable during the back-off, and so must ours.
+  const store = new DynamoDbTokenStore(shared.client, shared.table);
+  await shared.client.send(
+    new PutItemCommand({
+      TableName: shared.table,
+      Item: { pk: { S: PK }, failed_at: { N: String(NOW) } },
+    }),
+  );
+
+  expect((await store.get(PK))?.failure).toEqual({ atMs: NOW, code: 'upstream_unavailable' });
+});
+
 it('DynamoDB store: an error other than a failed condition is an outage, never a "no"', async () => {
   // A table that is not there: every write fails, and none may read as "lease held".
   const store = new DynamoDbTokenStore(shared.client, `${shared.table}-missing`);
