@@ -81,7 +81,7 @@ function issueKeys(store: Record<string, unknown> = {}) {
   const job = createKeyIssuingJob(
     {
       store: store as never,
-      vault: { locationOf: (id: string) => `keys/${id}` } as never,
+      vault: { locationOf: (id: string) => `keys/${id}`, has: async () => false } as never,
       sealer: {} as never,
       tokens: {} as never,
       logger: quiet,
