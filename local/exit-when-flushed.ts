@@ -10,10 +10,16 @@ import type { Writable } from 'node:stream';
 
 /** Resolves once everything written to `stream` so far was handed on, or the stream failed. */
 function flushed(stream: Writable): Promise<void> {
-  if (stream.destroyed || !stream.writable) return Promise.resolve();
   return new Promise((resolve) => {
-    // A reader that went away (`| head`) fails the write: nothing more to wait for.
-    stream.once('error', () => resolve());
+    // A reader that went away (`| head`, `| true`) fails the write: nothing more
+    // to wait for. Listened for before anything else: a write that already
+    // failed (EPIPE) destroyed the stream and emits its error on the next tick,
+    // which, unheard, would end the command with a stack trace and exit code 1.
+    stream.on('error', () => resolve());
+    if (stream.destroyed || !stream.writable) {
+      resolve();
+      return;
+    }
     stream.write('', () => resolve());
   });
 }

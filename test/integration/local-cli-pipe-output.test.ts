@@ -6,7 +6,7 @@
  * listed only its first problems. Each command runs as an operator types it,
  * under `sh`, into a real pipe.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -59,6 +59,30 @@ describe('regression: local command lines lose no output to a pipe', () => {
 
       // The heading, then one line per problem.
       expect(Number(run.stdout.trim())).toBe(1 + scopes.length);
+    }
+  }, 30_000);
+
+  it('regression: npm run policy into a pipe its reader already closed exits with its code, no EPIPE trace', async () => {
+    // `npm run policy -- validate p.json | true` (or `| grep -q`): the reader is
+    // gone before the summary is written. The write fails (EPIPE), the stream is
+    // destroyed, and its error comes a tick later: exitWhenFlushed must hear it.
+    await writeFile(join(project, 'ok.json'), JSON.stringify({ scopes: ['ba_1'], grants: [] }));
+    for (let i = 0; i < 2; i++) {
+      const child = spawn('npm', ['run', '--silent', 'policy', '--', 'validate', 'ok.json'], {
+        cwd: project,
+        env: CHILD_ENV,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      // Closed before the command (tsx's start alone takes a few hundred ms) writes.
+      child.stdout.destroy();
+      let stderr = '';
+      child.stderr.on('data', (d) => {
+        stderr += String(d);
+      });
+      const code = await new Promise<number | null>((done) => child.once('close', done));
+
+      expect(stderr).not.toContain('EPIPE');
+      expect(code).toBe(0);
     }
   }, 30_000);
 
