@@ -35,9 +35,14 @@ const FORWARDED: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SI
  */
 const TERMINAL_SIGNALS: ReadonlySet<NodeJS.Signals> = new Set(['SIGINT', 'SIGQUIT']);
 
-/** Whether tvm runs in a terminal: any of its standard streams is one (checked without opening them). */
-function inTerminal(): boolean {
-  return [0, 1, 2].some((fd) => isatty(fd));
+/**
+ * Whether tvm leaves SIGINT and SIGQUIT to the terminal: it runs in one (any
+ * of its standard streams is, checked without opening them), and is not a
+ * container's PID 1, to which `docker stop`, `docker kill` and the docker
+ * client of `docker run -t` without `-i` send signals alone.
+ */
+export function leavesTerminalSignals(pid: number, isTerminal: (fd: number) => boolean): boolean {
+  return pid !== 1 && [0, 1, 2].some((fd) => isTerminal(fd));
 }
 
 export const EXEC_HELP = `Usage: tvm exec [--scope S] [--min-ttl N] [--forward-signals] [--url U] [--region R] -- <command> [args...]
@@ -48,8 +53,9 @@ Runs <command> with a token from the vend URL in its environment, fetched as it 
   ${EXEC_VARIABLES.expiresAt}      when it expires, epoch seconds
   ${EXEC_VARIABLES.scope}           the scope (unset for the unscoped token)
 tvm prints no token. SIGTERM, SIGHUP and SIGUSR2 are passed on to the command, and
-SIGINT and SIGQUIT too unless tvm runs in a terminal, whose Ctrl-C and Ctrl-\\ reach
-the command already (--forward-signals passes them on anyway). The token is not
+SIGINT and SIGQUIT too unless tvm runs in a terminal (and is not a container's PID 1),
+whose Ctrl-C and Ctrl-\\ reach the command already (--forward-signals passes them on
+anyway). The token is not
 renewed while the command runs: ask with --min-ttl for as long as it needs (a token
 lives about 2 hours).
 
@@ -94,7 +100,7 @@ function run(
   forwardAll: boolean,
 ): Promise<number> {
   const [file = '', ...args] = command;
-  const terminal = !forwardAll && inTerminal();
+  const terminal = !forwardAll && leavesTerminalSignals(process.pid, isatty);
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, { cwd, env, stdio: 'inherit' });
     // A signal tvm does not pass on is still caught: tvm waits for the command and exits as it does.

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { EXEC_VARIABLES, execEnvironment } from '../../client/exec.js';
+import { EXEC_VARIABLES, execEnvironment, leavesTerminalSignals } from '../../client/exec.js';
 import { TokenVendingClient } from '../../client/index.js';
 import { DEMO_IDENTITY } from '../../local/local-identities.js';
 import { type LocalStack, startLocalStack } from '../../local/stack.js';
@@ -206,6 +206,16 @@ describe('tvm exec', () => {
     },
     20_000,
   );
+
+  it("regression: as a container's PID 1 (docker run -t) tvm passes SIGINT on though it has a terminal: signals come to it alone there", () => {
+    const tty = () => true;
+    const none = () => false;
+
+    expect(leavesTerminalSignals(1, tty)).toBe(false);
+    expect(leavesTerminalSignals(4242, tty)).toBe(true);
+    expect(leavesTerminalSignals(4242, (fd) => fd === 2)).toBe(true);
+    expect(leavesTerminalSignals(4242, none)).toBe(false);
+  });
 
   it('exits 128 + the signal number when a signal ends the command', async () => {
     const run = await tvm([
