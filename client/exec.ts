@@ -55,9 +55,8 @@ Runs <command> with a token from the vend URL in its environment, fetched as it 
 tvm prints no token. SIGTERM, SIGHUP and SIGUSR2 are passed on to the command, and
 SIGINT and SIGQUIT too unless tvm runs in a terminal (and is not a container's PID 1),
 whose Ctrl-C and Ctrl-\\ reach the command already (--forward-signals passes them on
-anyway). The token is not
-renewed while the command runs: ask with --min-ttl for as long as it needs (a token
-lives about 2 hours).
+anyway). The token is not renewed while the command runs: ask with --min-ttl for as
+long as it needs (a token lives about 2 hours).
 
 Options:
   --scope S      business application id; omit for the unscoped (partner) token
