@@ -1,7 +1,67 @@
-import { ArnFormat, Aws, CfnOutput, DefaultStackSynthesizer, Stack } from 'aws-cdk-lib';
+import {
+  ArnFormat,
+  Aws,
+  CfnOutput,
+  CfnResource,
+  DefaultStackSynthesizer,
+  Stack,
+  Token,
+} from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
+import { SynthInputError } from '../config.js';
 import { acknowledgeWildcardAction, acknowledgeWildcardResource } from '../nag.js';
+
+/** AWS Organizations takes SCPs of at most this many characters (Organizations quotas). */
+export const SCP_MAX_CHARACTERS = 5120;
+/** IAM takes managed policies of at most this many characters, whitespace aside (IAM quotas). */
+export const MANAGED_POLICY_MAX_CHARACTERS = 6144;
+
+/**
+ * The longest `document` can be once CloudFormation fills in its references:
+ * the longest partition (`aws-us-gov`) and region names, a 12-digit account,
+ * a role name CloudFormation generates (up to 64 characters), an AppConfig id
+ * (up to 7). A synth cannot know the real values, and an SCP or boundary that
+ * is too long fails only when the organization attaches it or at the deploy.
+ */
+export function longestLength(stack: Stack, document: iam.PolicyDocument): number {
+  const typeOf = new Map<string, string>();
+  for (const construct of stack.node.findAll()) {
+    if (construct instanceof CfnResource) {
+      typeOf.set(stack.resolve(construct.logicalId) as string, construct.cfnResourceType);
+    }
+  }
+  const partition = 'aws-us-gov';
+  const account = '000000000000';
+  const region = Token.isUnresolved(stack.region) ? 'ap-southeast-2' : stack.region;
+  const widest = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(widest);
+    if (node === null || typeof node !== 'object') return node;
+    const object = node as Record<string, unknown>;
+    if ('Fn::Join' in object) {
+      const [delimiter, parts] = object['Fn::Join'] as [string, unknown[]];
+      return parts.map((part) => widest(part) as string).join(delimiter);
+    }
+    if ('Ref' in object) {
+      const ref = object.Ref as string;
+      if (ref === 'AWS::Partition') return partition;
+      if (ref === 'AWS::Region') return region;
+      if (ref === 'AWS::AccountId') return account;
+      if (typeOf.get(ref)?.startsWith('AWS::AppConfig::')) return 'x'.repeat(7);
+    }
+    if ('Fn::GetAtt' in object) {
+      const [id, attribute] = object['Fn::GetAtt'] as [string, string];
+      if (typeOf.get(id) === 'AWS::IAM::Role' && attribute === 'Arn') {
+        return `arn:${partition}:iam::${account}:role/${'x'.repeat(64)}`;
+      }
+    }
+    if (Object.keys(object).some((key) => key === 'Ref' || key.startsWith('Fn::'))) {
+      throw new Error(`Guardrails: no longest value known for ${JSON.stringify(object)}`);
+    }
+    return Object.fromEntries(Object.entries(object).map(([k, v]) => [k, widest(v)]));
+  };
+  return JSON.stringify(widest(stack.resolve(document.toJSON()))).length;
+}
 
 /**
  * Changes to a function, its versions, aliases, URL, resource policy,
@@ -278,6 +338,28 @@ export class Guardrails extends Construct {
       '*',
       'The Allow * of a permissions boundary grants nothing by itself (see the Action::* reason); the Deny statements with Resource * deny removing or replacing this boundary on any principal, and creating a role or user without it.',
     );
+
+    // Each principal the guardrails exempt is named in every door statement:
+    // long role ARNs (an IAM Identity Center role's is some 130 characters)
+    // can take either document past its quota, which would surface only when
+    // the organization attaches the SCP or when the deploy creates the boundary.
+    const tooLong = [
+      ['service control policy', this.serviceControlPolicy, SCP_MAX_CHARACTERS],
+      ['permissions boundary', this.permissionsBoundary.document, MANAGED_POLICY_MAX_CHARACTERS],
+    ] as const;
+    const problems = tooLong.flatMap(([what, document, max]) => {
+      const length = longestLength(stack, document);
+      return length > max
+        ? [
+            `the guardrails' ${what} could reach ${length} characters once deployed, over the ${max} AWS takes`,
+          ]
+        : [];
+    });
+    if (problems.length > 0) {
+      throw new SynthInputError(
+        `${problems.join('; ')}: name fewer or shorter policyEditorArns (one role the editors assume), or a shorter deploymentRoleArn`,
+      );
+    }
 
     new CfnOutput(this, 'ServiceControlPolicyOutput', {
       key: 'GuardrailServiceControlPolicy',

@@ -6,6 +6,7 @@
  */
 import type { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { SynthInputError } from '../../infra/config.js';
 import {
   ACCESS_POLICY_CHANGE_ACTIONS,
   FUNCTION_CHANGE_ACTIONS,
@@ -356,6 +357,23 @@ describe('guardrails', () => {
     );
     // With AppConfig's 7-character ids (the test's stand-ins are longer).
     expect(scp.length).toBeLessThan(5120);
+  });
+
+  it('regression: refuses at synth policy editors whose ARNs take the guardrails past the SCP and boundary quotas', () => {
+    // Ten IAM Identity Center roles (some 130 characters each, within the
+    // count limit) made an SCP of about 5,300 characters, which AWS
+    // Organizations refuses, and a boundary over IAM's 6,144, which fails the
+    // deploy: the count alone does not bound the size.
+    const sso = (i: number) =>
+      `arn:aws:iam::${ACCOUNT}:role/aws-reserved/sso.amazonaws.com/ap-southeast-2/AWSReservedSSO_TokenVendingPolicyEdit${i}_0123456789abcdef`;
+    const editors = Array.from({ length: MAX_POLICY_EDITORS }, (_, i) => sso(i));
+
+    expect(() => synth(stage({ policyEditorArns: editors }))).toThrow(SynthInputError);
+    expect(() => synth(stage({ policyEditorArns: editors }))).toThrow(
+      /service control policy could reach \d+ characters once deployed, over the 5120 AWS takes.*permissions boundary could reach \d+ characters once deployed, over the 6144 AWS takes.*policyEditorArns/,
+    );
+    // As many as fit are taken.
+    expect(() => synth(stage({ policyEditorArns: editors.slice(0, 5) }))).not.toThrow();
   });
 
   it('regression: a bounded principal cannot escape through a role or user it creates without the boundary', () => {
