@@ -142,6 +142,7 @@ export class TokenVendingStack extends Stack {
       deploymentPrincipalArns: [deploymentRoleArn, this.releases.role.roleArn],
       accessPolicy: {
         applicationArn: this.policy.application.applicationArn,
+        strategyArn: this.policy.strategy.deploymentStrategyArn,
         editorArns: config.access.policyEditorArns,
       },
     });

@@ -115,6 +115,12 @@ export interface GuardrailsProps {
   /** The access policy's AppConfig application, and who besides the deployment role may change it. */
   readonly accessPolicy: {
     readonly applicationArn: string;
+    /**
+     * Its deployment strategy: an ARN of its own (`deploymentstrategy/<id>`),
+     * not under the application, whose growth and bake time decide how long
+     * a deployment is watched for rollback.
+     */
+    readonly strategyArn: string;
     readonly editorArns: readonly string[];
   };
 }
@@ -139,8 +145,10 @@ export const SECRET_POLICY_ACTIONS = [
  * rollback monitors, the application itself. Whoever can deploy a policy
  * decides who gets tokens, and AppConfig has no resource policy to keep
  * others out. On the application and everything under it
- * (`application/<id>/*`: environments, profiles, versions, deployments), the
- * resource types of these actions ("Actions, resources, and condition keys
+ * (`application/<id>/*`: environments, profiles, versions, deployments), and
+ * on its deployment strategy (`deploymentstrategy/<id>`, outside the
+ * application: who could update it could deploy every later version all at
+ * once, unwatched), the resource types of these actions ("Actions, resources, and condition keys
  * for AWS AppConfig", Service Authorization Reference).
  */
 export const ACCESS_POLICY_CHANGE_ACTIONS = [
@@ -260,7 +268,11 @@ export class Guardrails extends Construct {
         sid: 'DenyAccessPolicyChangesOutsideEditors',
         effect: iam.Effect.DENY,
         actions: [...ACCESS_POLICY_CHANGE_ACTIONS],
-        resources: [props.accessPolicy.applicationArn, `${props.accessPolicy.applicationArn}/*`],
+        resources: [
+          props.accessPolicy.applicationArn,
+          `${props.accessPolicy.applicationArn}/*`,
+          props.accessPolicy.strategyArn,
+        ],
         conditions: {
           ArnNotLike: {
             'aws:PrincipalArn': [

@@ -54,6 +54,7 @@ function doorStatements(
   deploymentPrincipals: unknown[],
   functionRoles: string[],
   policyApplicationArn: string,
+  policyStrategyArn: string,
 ) {
   const outsideDeployment = { ArnNotLike: { 'aws:PrincipalArn': deploymentPrincipals } };
   return [
@@ -89,7 +90,7 @@ function doorStatements(
       Sid: 'DenyAccessPolicyChangesOutsideEditors',
       Effect: 'Deny',
       Action: [...ACCESS_POLICY_CHANGE_ACTIONS],
-      Resource: [policyApplicationArn, `${policyApplicationArn}/*`],
+      Resource: [policyApplicationArn, `${policyApplicationArn}/*`, policyStrategyArn],
       // The example stage names no policy editor: the deployment principals alone.
       Condition: outsideDeployment,
     },
@@ -106,6 +107,8 @@ describe('guardrails', () => {
   let functionRoles: string[];
   /** The access policy's AppConfig application. */
   let policyApplication: string;
+  /** Its deployment strategy. */
+  let policyStrategy: string;
 
   beforeAll(() => {
     template = synth().template;
@@ -129,6 +132,8 @@ describe('guardrails', () => {
     );
     const application = Object.keys(template.findResources('AWS::AppConfig::Application'))[0];
     policyApplication = `arn:aws:appconfig:${REGION}:${ACCOUNT}:application/${resolveValue(template, { Ref: application })}`;
+    const strategy = Object.keys(template.findResources('AWS::AppConfig::DeploymentStrategy'))[0];
+    policyStrategy = `arn:aws:appconfig:${REGION}:${ACCOUNT}:deploymentstrategy/${resolveValue(template, { Ref: strategy })}`;
     boundary = (
       Object.values(policies)[0] as { Properties: { PolicyDocument: { Statement: unknown[] } } }
     ).Properties.PolicyDocument;
@@ -137,7 +142,13 @@ describe('guardrails', () => {
   it('outputs a service control policy that denies a direct Invoke and changes outside deployment', () => {
     expect(scp).toEqual({
       Version: '2012-10-17',
-      Statement: doorStatements(VEND_ARN, deployers, functionRoles, policyApplication),
+      Statement: doorStatements(
+        VEND_ARN,
+        deployers,
+        functionRoles,
+        policyApplication,
+        policyStrategy,
+      ),
     });
     // AWS Organizations takes SCPs of at most 5,120 characters.
     expect(JSON.stringify(scp).length).toBeLessThan(5120);
@@ -148,7 +159,7 @@ describe('guardrails', () => {
     expect(withSortedResources(resolveDocument(template, boundary.Statement) as unknown[])).toEqual(
       withSortedResources([
         { Sid: 'CapAtIdentityPolicies', Effect: 'Allow', Action: '*', Resource: '*' },
-        ...doorStatements(VEND_ARN, deployers, functionRoles, policyApplication),
+        ...doorStatements(VEND_ARN, deployers, functionRoles, policyApplication, policyStrategy),
         {
           Sid: 'DenyBoundaryRemoval',
           Effect: 'Deny',
@@ -182,8 +193,12 @@ describe('guardrails', () => {
         },
       ]),
     );
-    // IAM takes managed policies of at most 6,144 characters.
-    expect(JSON.stringify(boundary).length).toBeLessThan(6144);
+    // IAM takes managed policies of at most 6,144 characters: as IAM sees it,
+    // references filled in.
+    expect(
+      JSON.stringify({ ...boundary, Statement: resolveDocument(template, boundary.Statement) })
+        .length,
+    ).toBeLessThan(6144);
     expect(template.toJSON().Outputs.CallerPermissionsBoundaryArn.Value).toEqual({
       Ref: expect.any(String),
     });
@@ -291,7 +306,7 @@ describe('guardrails', () => {
       }
     });
 
-    it('regression: denies changing the access policy in AppConfig (a version granting oneself every scope) to all but the deployment role', () => {
+    it('regression: denies changing the access policy in AppConfig (a version granting oneself every scope, its deployment strategy) to all but the deployment role', () => {
       // Review: a principal with AppConfig write rights (PowerUserAccess) made
       // and deployed a policy granting itself '*', then called the URL.
       const changes: Array<[string, string]> = [
@@ -316,6 +331,15 @@ describe('guardrails', () => {
         expect(ask(CALLER, action, `${policyApplication}/configurationprofile/p1`)).not.toBe(
           'denied',
         );
+      }
+      // Nor its deployment strategy, an ARN outside the application: set to
+      // all at once with no bake, no later version would be watched for rollback.
+      for (const action of [
+        'appconfig:UpdateDeploymentStrategy',
+        'appconfig:DeleteDeploymentStrategy',
+      ]) {
+        expect(ask(CALLER, action, policyStrategy)).toBe('denied');
+        expect(ask(DEPLOYMENT_ROLE, action, policyStrategy)).not.toBe('denied');
       }
       const other = `arn:aws:appconfig:${REGION}:${ACCOUNT}:application/other`;
       expect(ask(CALLER, 'appconfig:StartDeployment', `${other}/environment/e1`)).not.toBe(
