@@ -52,7 +52,12 @@ export type KeyIssuingCode =
   | 'policy_unavailable';
 
 /** The codes that fail a whole invocation, never one id. */
-type RunCode = 'key_issuing_failed' | 'policy_unavailable';
+const RUN_CODES = ['key_issuing_failed', 'policy_unavailable'] as const;
+type RunCode = (typeof RUN_CODES)[number];
+
+/** Whether `code` fails a whole invocation (never one id's failure code). */
+export const isRunCode = (code: string): code is RunCode =>
+  (RUN_CODES as readonly string[]).includes(code);
 
 /** What `failed[].code` holds: the job's codes, or the client library's when the token fetch failed. */
 export type FailureCode = Exclude<KeyIssuingCode, RunCode> | TokenVendingErrorCode;

@@ -1,7 +1,7 @@
 /** What happened to one id of a run, and how errors are named in its failure and logs. */
 import { TokenVendingError } from '../../client/index.js';
 import type { CoreLogger } from '../core/token-service-types.js';
-import { type FailureCode, KeyIssuingError } from './errors.js';
+import { type FailureCode, isRunCode, KeyIssuingError } from './errors.js';
 
 export type IdOutcome =
   | { readonly kind: 'issued'; readonly recovered: boolean }
@@ -12,13 +12,7 @@ export const failed = (code: FailureCode): IdOutcome => ({ kind: 'failed', code 
 
 /** The failure code of anything thrown while working on an id. */
 export function failureCodeOf(error: unknown): FailureCode {
-  if (
-    error instanceof KeyIssuingError &&
-    error.code !== 'key_issuing_failed' &&
-    error.code !== 'policy_unavailable'
-  ) {
-    return error.code;
-  }
+  if (error instanceof KeyIssuingError && !isRunCode(error.code)) return error.code;
   if (error instanceof TokenVendingError) return error.code;
   return 'internal_error';
 }

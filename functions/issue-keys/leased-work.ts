@@ -19,7 +19,7 @@ import {
 import type { IssuedKeys } from './keys-endpoint.js';
 import { type KeysRequestConfig, type KeysRequestDeps, requestKeys } from './keys-request.js';
 import type { KeyJobRecord, KeyJobStore, KeyVault, SealedEncoding } from './ports.js';
-import { forcedByAfterStore, isDone } from './record-rules.js';
+import { awaitsStore, forcedByAfterStore, isDone } from './record-rules.js';
 
 export interface IssueForIdDeps extends KeysRequestDeps {
   readonly store: KeyJobStore;
@@ -81,7 +81,7 @@ export class LeasedWork {
     // Another run stored the keys (or this forced request's) between our read and the lease.
     if (isDone(record, forceId)) return skippedAsDone(deps.logger, this.#id, forceId);
 
-    if (record.state === 'received' && record.sealed && record.idempotencyKey) {
+    if (awaitsStore(record)) {
       const body = await this.#unsealedAnswer(record.sealed, force);
       if (body === 'recovery_failed' || body === 'sealer_unavailable') {
         await this.fail(body);

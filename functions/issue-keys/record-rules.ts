@@ -35,6 +35,13 @@ export function forcedByAfterStore(
 export const knowsNothingStored = (record: KeyJobRecord | undefined): boolean =>
   record === undefined || (record.state === 'rejected' && record.storedAt === undefined);
 
-/** The provider's answer waits, sealed in the record, to be stored: no provider call is needed. */
-export const awaitsStore = (record: KeyJobRecord | undefined): boolean =>
-  record?.state === 'received' && record.sealed !== undefined;
+/**
+ * The provider's answer waits, sealed in the record with the Idempotency-Key
+ * it was issued under, to be stored: no provider call is needed.
+ */
+export const awaitsStore = (
+  record: KeyJobRecord | undefined,
+): record is KeyJobRecord & Required<Pick<KeyJobRecord, 'sealed' | 'idempotencyKey'>> =>
+  record?.state === 'received' &&
+  record.sealed !== undefined &&
+  record.idempotencyKey !== undefined;
