@@ -5,9 +5,7 @@
  * `npm start` was given, each missing one from `.local/stack.json`.
  */
 import { join, resolve } from 'node:path';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { TokenVendingClient } from '../client/index.js';
-import { boundedCalls } from '../functions/adapters/aws-client-options.js';
 import { StaticCredentials } from '../functions/adapters/credentials.js';
 import { DynamoDbKeyJobIndex } from '../functions/adapters/dynamodb-key-job-index.js';
 import { DynamoDbKeyJobStore } from '../functions/adapters/dynamodb-key-job-store.js';
@@ -37,7 +35,7 @@ import {
   stackFileEnv,
 } from './stack-config.js';
 import { askStackForPolicy } from './stack-control.js';
-import { LOCAL_AWS_CREDENTIALS } from './table.js';
+import { localTableClient } from './table.js';
 
 /** A failure of the local wiring itself; the message starts with the code. */
 export class LocalAdminError extends Error {
@@ -179,12 +177,7 @@ export function createLocalAdmin(
   deps: { readonly clock: Clock; readonly logger: CoreLogger },
 ): LocalAdmin {
   const { settings, info } = target;
-  const dynamodb = new DynamoDBClient({
-    endpoint: target.dynamodbEndpoint,
-    region: settings.region,
-    credentials: LOCAL_AWS_CREDENTIALS,
-    ...boundedCalls({ requestTimeoutMs: 5000, connectionTimeoutMs: 1000, maxAttempts: 2 }),
-  });
+  const dynamodb = localTableClient(target.dynamodbEndpoint, settings.region);
   const store = new DynamoDbTokenStore(dynamodb, settings.vend.tableName);
   const jobs = new DynamoDbKeyJobStore(dynamodb, settings.vend.tableName);
   const sealer = new AesGcmSealer(target.sealingKey);

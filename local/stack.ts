@@ -1,8 +1,7 @@
 import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { boundedCalls, VEND_CALL_LIMITS } from '../functions/adapters/aws-client-options.js';
+import { VEND_CALL_LIMITS } from '../functions/adapters/aws-client-options.js';
 import { StaticCredentials } from '../functions/adapters/credentials.js';
 import { DynamoDbTokenStore } from '../functions/adapters/dynamodb-token-store.js';
 import { AesGcmSealer } from '../functions/adapters/sealers.js';
@@ -29,7 +28,7 @@ import { type RefreshTimers, startRefreshTimer } from './refresh-timer.js';
 import { newSealingKey, SEALING_KEY_FILE_NAME, writeSealingKey } from './sealing-key.js';
 import { readLocalSettings, readStackInfo, stackAnswers } from './stack-config.js';
 import { startStackControl } from './stack-control.js';
-import { ensureTable, LOCAL_AWS_CREDENTIALS } from './table.js';
+import { ensureTable, localTableClient } from './table.js';
 
 export const DEFAULT_STACK_FILE = '.local/stack.json';
 
@@ -147,12 +146,7 @@ export async function startLocalStack(
     // Bounded as `npm run admin`'s: a DYNAMODB_ENDPOINT that accepts
     // connections but never answers fails the start with a message, rather than
     // hanging it where Ctrl-C only waits for it.
-    const client = new DynamoDBClient({
-      endpoint: dynamodbEndpoint,
-      region,
-      credentials: LOCAL_AWS_CREDENTIALS,
-      ...boundedCalls({ requestTimeoutMs: 5000, connectionTimeoutMs: 1000, maxAttempts: 2 }),
-    });
+    const client = localTableClient(dynamodbEndpoint, region);
     stops.push(async () => client.destroy());
     await ensureTable(client, vend.tableName).catch((error: unknown) => {
       // A DynamoDB the operator named: say which variable led there.
@@ -184,14 +178,9 @@ export async function startLocalStack(
     // the stack and its callers, and a burst over many instances (whose
     // exactly-one-mint a timed-out call would break) can queue its calls
     // past a second. The client above only sets the table up.
-    const vendClient = new DynamoDBClient({
-      endpoint: dynamodbEndpoint,
-      region,
-      credentials: LOCAL_AWS_CREDENTIALS,
-      ...boundedCalls({
-        ...VEND_CALL_LIMITS,
-        requestTimeoutMs: 2 * VEND_CALL_LIMITS.requestTimeoutMs,
-      }),
+    const vendClient = localTableClient(dynamodbEndpoint, region, {
+      ...VEND_CALL_LIMITS,
+      requestTimeoutMs: 2 * VEND_CALL_LIMITS.requestTimeoutMs,
     });
     stops.push(async () => vendClient.destroy());
     const store = new DynamoDbTokenStore(vendClient, vend.tableName);

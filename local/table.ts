@@ -1,7 +1,7 @@
 import {
   CreateTableCommand,
   DescribeTableCommand,
-  type DynamoDBClient,
+  DynamoDBClient,
   type GlobalSecondaryIndex,
   ResourceInUseException,
   ResourceNotFoundException,
@@ -9,10 +9,33 @@ import {
   UpdateTimeToLiveCommand,
   waitUntilTableExists,
 } from '@aws-sdk/client-dynamodb';
+import { boundedCalls } from '../functions/adapters/aws-client-options.js';
 import { LISTING_INDEXES, type ListingIndex } from '../functions/adapters/table-indexes.js';
 
 /** A client for a local DynamoDB endpoint (any static credentials are accepted). */
 export const LOCAL_AWS_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' } as const;
+
+/**
+ * A client of the local table, every call bounded: by default as the table's
+ * set-up and `npm run admin` use it, so a DYNAMODB_ENDPOINT that accepts
+ * connections but never answers fails with a message rather than hanging.
+ */
+export function localTableClient(
+  endpoint: string,
+  region: string,
+  limits: Parameters<typeof boundedCalls>[0] = {
+    requestTimeoutMs: 5000,
+    connectionTimeoutMs: 1000,
+    maxAttempts: 2,
+  },
+): DynamoDBClient {
+  return new DynamoDBClient({
+    endpoint,
+    region,
+    credentials: LOCAL_AWS_CREDENTIALS,
+    ...boundedCalls(limits),
+  });
+}
 
 function indexSpec(index: ListingIndex): GlobalSecondaryIndex {
   return {
