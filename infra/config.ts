@@ -103,7 +103,6 @@ export interface StageConfig extends StageRelease {
   readonly access: StageAccess;
 }
 
-/** A stage configuration that cannot be deployed; the message lists every problem. */
 /**
  * What the person running synth gave wrong (the stage, a context value):
  * `infra/app.ts` prints its message alone, without a stack trace.
@@ -112,6 +111,7 @@ export class SynthInputError extends Error {
   override name = 'SynthInputError';
 }
 
+/** A stage configuration that cannot be deployed; the message lists every problem. */
 export class StageConfigError extends SynthInputError {
   override name = 'StageConfigError';
   readonly problems: readonly string[];

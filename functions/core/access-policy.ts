@@ -175,18 +175,16 @@ export class AccessPolicy {
     }
     const checked = checkPolicyDocument(raw);
     const bytes = Buffer.byteLength(json, 'utf8');
-    const problems = [
-      ...(bytes > MAX_POLICY_BYTES
+    const tooLarge =
+      bytes > MAX_POLICY_BYTES
         ? [
             `(document): ${bytes} bytes, over the ${MAX_POLICY_BYTES} bytes AppConfig's hosted configuration store takes`,
           ]
-        : []),
-      ...('problems' in checked ? checked.problems : []),
-    ];
+        : [];
     // Every problem, in one message.
-    if (problems.length > 0 || 'problems' in checked) {
-      throw new PolicyInvalidError(source, problems);
-    }
+    if ('problems' in checked)
+      throw new PolicyInvalidError(source, [...tooLarge, ...checked.problems]);
+    if (tooLarge.length > 0) throw new PolicyInvalidError(source, tooLarge);
     const doc = checked.document;
     fixedGrants.forEach((grant, index) => {
       if (!v.is(GrantSchema, grant)) {
