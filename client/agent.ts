@@ -169,6 +169,23 @@ function tokenQuery(
   };
 }
 
+/** Any method but GET (and HEAD for /healthz), answered as the vend API answers it. */
+function methodNotAllowed(): Answer {
+  return problem('method_not_allowed', 'Method not allowed', 'Use GET.', { allow: 'GET' });
+}
+
+/** What went wrong inside the agent: the caller gets the code, the agent's log the reason. */
+function internalError(reason: string): Answer {
+  return {
+    ...problem(
+      'internal_error',
+      'Internal error',
+      "An internal error occurred; see the agent's log.",
+    ),
+    error: reason,
+  };
+}
+
 /** The request target against a placeholder origin; undefined when it is no URL (URL.parse needs Node 20.18). */
 function requestUrl(target: string | undefined): URL | undefined {
   try {
@@ -212,7 +229,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     if (url.pathname === '/healthz') {
       // As the Secrets Manager Agent's /ping: no header, so a container health check can call it.
       if (method !== 'GET' && method !== 'HEAD') {
-        return problem('method_not_allowed', 'Method not allowed', 'Use GET.', { allow: 'GET' });
+        return methodNotAllowed();
       }
       return {
         status: 200,
@@ -244,21 +261,12 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     }
     if (url.pathname !== '/token')
       return problem('not_found', 'Not found', 'GET /token or /healthz');
-    if (method !== 'GET')
-      return problem('method_not_allowed', 'Method not allowed', 'Use GET.', { allow: 'GET' });
+    if (method !== 'GET') return methodNotAllowed();
     try {
       return await serveToken(url.searchParams);
     } catch (error) {
       if (error instanceof TokenVendingError) return problemFor(error);
-      const reason = unexpected(error);
-      return {
-        ...problem(
-          'internal_error',
-          'Internal error',
-          "An internal error occurred; see the agent's log.",
-        ),
-        error: reason,
-      };
+      return internalError(unexpected(error));
     }
   }
 
@@ -274,15 +282,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         ? await answer(request, url)
         : problem('invalid_request', 'Invalid request', 'the request target is not a URL');
     } catch (error) {
-      const reason = unexpected(error);
-      result = {
-        ...problem(
-          'internal_error',
-          'Internal error',
-          "An internal error occurred; see the agent's log.",
-        ),
-        error: reason,
-      };
+      result = internalError(unexpected(error));
     }
     const body = JSON.stringify(result.body);
     response.writeHead(result.status, {
