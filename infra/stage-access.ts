@@ -66,9 +66,10 @@ export const ACCESS_FIELDS = [
 export const MAX_CALLER_ACCOUNTS = 20;
 
 /**
- * At most this many policy editors: each adds its ARN (up to about 100
- * characters) to the service control policy, which AWS Organizations caps at
- * 5,120 characters (Organizations quotas); infra tests check the sum.
+ * At most this many policy editors: each adds its ARN to the service control
+ * policy, which AWS Organizations caps at 5,120 characters (Organizations
+ * quotas). Fewer may fit when the ARNs are long: the guardrails measure the
+ * documents at synth (infra/constructs/guardrails.ts).
  */
 export const MAX_POLICY_EDITORS = 10;
 

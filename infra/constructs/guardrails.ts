@@ -209,7 +209,8 @@ export const ROLE_CHANGE_ACTIONS = [
  * principals and the stage's policy editors.
  *
  * Size limits: an SCP is at most 5,120 characters, a managed policy 6,144
- * (AWS Organizations quotas; IAM quotas); infra tests check both.
+ * (AWS Organizations quotas; IAM quotas); synth refuses a stage whose
+ * documents could pass them once deployed (longestLength).
  */
 export class Guardrails extends Construct {
   /** The service control policy document (also the stack output `GuardrailServiceControlPolicy`). */
