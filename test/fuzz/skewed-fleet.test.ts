@@ -10,6 +10,28 @@ import { expect, it } from 'vitest';
 import { fingerprint } from '../../functions/core/fingerprint.js';
 import { simFleet } from '../support/sim-fleet.js';
 
+/**
+ * Each burst in turn: every clock moved on by its `advanceSec`, then its
+ * requests together, each `request` after its own `delayMs`.
+ */
+async function runBursts<R extends { readonly delayMs: number }>(
+  f: ReturnType<typeof simFleet>,
+  bursts: readonly { readonly advanceSec: number; readonly requests: readonly R[] }[],
+  request: (r: R) => Promise<void>,
+): Promise<void> {
+  for (const b of bursts) {
+    f.time.advance(b.advanceSec * 1000);
+    await f.time.run(
+      Promise.all(
+        b.requests.map(async (r) => {
+          await f.time.sleep(r.delayMs);
+          await request(r);
+        }),
+      ),
+    );
+  }
+}
+
 const SKEW_MS = 150_000;
 
 /** A small seeded generator, so a counterexample replays exactly. */
@@ -60,25 +82,17 @@ it('clocks minutes apart, any min_ttl mix, dying holders: one mint per refresh i
           return hung.has(n);
         };
         const unexpected: string[] = [];
-        for (const b of bursts) {
-          f.time.advance(b.advanceSec * 1000);
-          await f.time.run(
-            Promise.all(
-              b.requests.map(async (r) => {
-                const id = r.instance % f.instances.length;
-                await f.time.sleep(r.delayMs);
-                if (dead.has(`i${id}`)) return;
-                const vend = f.instances[id]!.getToken('ba_1', r.minTtl).catch((e: unknown) => {
-                  // A waiter may give up on a holder that died (its bound, 503).
-                  if (!String((e as Error).message).includes('Timed out waiting')) {
-                    unexpected.push(String(e));
-                  }
-                });
-                await Promise.race([vend, f.time.sleep(60_000)]);
-              }),
-            ),
-          );
-        }
+        await runBursts(f, bursts, async (r) => {
+          const id = r.instance % f.instances.length;
+          if (dead.has(`i${id}`)) return;
+          const vend = f.instances[id]!.getToken('ba_1', r.minTtl).catch((e: unknown) => {
+            // A waiter may give up on a holder that died (its bound, 503).
+            if (!String((e as Error).message).includes('Timed out waiting')) {
+              unexpected.push(String(e));
+            }
+          });
+          await Promise.race([vend, f.time.sleep(60_000)]);
+        });
         expect(unexpected).toEqual([]);
         const mints = f.provider.mints.filter((_, i) => !hung.has(i + 1));
         for (let i = 1; i < mints.length; i++) {
@@ -122,29 +136,21 @@ it("regression: revoked= damping compared the minter's issued_at with the reader
         });
         const served: string[] = [];
         const unexpected: string[] = [];
-        for (const b of bursts) {
-          f.time.advance(b.advanceSec * 1000);
-          await f.time.run(
-            Promise.all(
-              b.requests.map(async (r) => {
-                await f.time.sleep(r.delayMs);
-                const named =
-                  r.reports === 'latest'
-                    ? served.at(-1)
-                    : r.reports === 'older'
-                      ? served.at(-2)
-                      : undefined;
-                const instance = f.instances[r.instance % f.instances.length]!;
-                try {
-                  const got = await instance.getToken('ba_1', 300, named && fingerprint(named));
-                  if (served.at(-1) !== got.token.accessToken) served.push(got.token.accessToken);
-                } catch (e) {
-                  unexpected.push(String(e));
-                }
-              }),
-            ),
-          );
-        }
+        await runBursts(f, bursts, async (r) => {
+          const named =
+            r.reports === 'latest'
+              ? served.at(-1)
+              : r.reports === 'older'
+                ? served.at(-2)
+                : undefined;
+          const instance = f.instances[r.instance % f.instances.length]!;
+          try {
+            const got = await instance.getToken('ba_1', 300, named && fingerprint(named));
+            if (served.at(-1) !== got.token.accessToken) served.push(got.token.accessToken);
+          } catch (e) {
+            unexpected.push(String(e));
+          }
+        });
         expect(unexpected).toEqual([]);
         // Tokens live 7200 s and the run is shorter than their refresh-ahead
         // window: every mint after the first replaces a reported token.
