@@ -92,6 +92,13 @@ function issueKeys(store: Record<string, unknown> = {}) {
   return { job, metrics };
 }
 
+/** A credentials secret the refresh role cannot read (it lost GetSecretValue, say). */
+const UNREADABLE_SECRET = {
+  get: async (): Promise<never> => {
+    throw new CredentialsUnavailableError('The credentials secret could not be read.');
+  },
+};
+
 /** A job store DynamoDB does not answer: every id fails (`job_store_unavailable`). */
 const storeDown = {
   get: async () => {
@@ -416,17 +423,12 @@ describe('a scheduled refresh that failed', () => {
     // GetSecretValue paged nobody.
     const t = setup();
     await t.a.getToken('ba_1', 300);
-    const unreadable = {
-      get: async (): Promise<never> => {
-        throw new CredentialsUnavailableError('The credentials secret could not be read.');
-      },
-    };
     const metrics = new Metrics({ namespace: 'TokenVending', serviceName: 'refresh' });
 
     const run = await invocation(metrics, async () => {
       const report = await runScheduledRefresh(
         {
-          tokens: t.instance('refresh', unreadable),
+          tokens: t.instance('refresh', UNREADABLE_SECRET),
           store: t.store,
           clock: t.clock,
           logger: quiet,
@@ -448,11 +450,6 @@ describe('a scheduled refresh that failed', () => {
     // refresh-errors read "the provider" and looked there.
     const t = setup();
     await t.a.getToken('ba_1', 300);
-    const unreadable = {
-      get: async (): Promise<never> => {
-        throw new CredentialsUnavailableError('The credentials secret could not be read.');
-      },
-    };
     const lines: Array<Record<string, unknown>> = [];
     const logger = {
       ...quiet,
@@ -462,7 +459,7 @@ describe('a scheduled refresh that failed', () => {
     };
 
     await runScheduledRefresh(
-      { tokens: t.instance('refresh', unreadable), store: t.store, clock: t.clock, logger },
+      { tokens: t.instance('refresh', UNREADABLE_SECRET), store: t.store, clock: t.clock, logger },
       { inUseWindowSeconds: 3600, dueWithinSeconds: 7200, scopes: new Set(['ba_1']) },
     );
 
