@@ -114,6 +114,17 @@ describe('schedules and failed runs', () => {
   });
 });
 
+/** A metric query's MetricStat: the Sum of a Powertools metric of one service. */
+const serviceSum = (metricName: string, service: string) =>
+  Match.objectLike({
+    Metric: {
+      Namespace: 'TokenVending',
+      MetricName: metricName,
+      Dimensions: [{ Name: 'service', Value: service }],
+    },
+    Stat: 'Sum',
+  });
+
 const readSource = (path: string): string => readFileSync(resolve(ROOT, path), 'utf8');
 
 /** The metric names a source's string-literal union type `type` lists. */
@@ -343,26 +354,12 @@ describe('dashboard and alarms', () => {
         }),
         ...['vend-token', 'refresh'].map((service) =>
           Match.objectLike({
-            MetricStat: Match.objectLike({
-              Metric: {
-                Namespace: 'TokenVending',
-                MetricName: 'UpstreamErrors',
-                Dimensions: [{ Name: 'service', Value: service }],
-              },
-              Stat: 'Sum',
-            }),
+            MetricStat: serviceSum('UpstreamErrors', service),
           }),
         ),
         Match.objectLike({
           Id: 'provider',
-          MetricStat: Match.objectLike({
-            Metric: {
-              Namespace: 'TokenVending',
-              MetricName: 'RefreshRunsFailedUpstream',
-              Dimensions: [{ Name: 'service', Value: 'refresh' }],
-            },
-            Stat: 'Sum',
-          }),
+          MetricStat: serviceSum('RefreshRunsFailedUpstream', 'refresh'),
         }),
       ]),
     });
@@ -481,14 +478,7 @@ describe('dashboard and alarms', () => {
           ...Object.entries(excused).map(([id, metricName]) =>
             Match.objectLike({
               Id: id,
-              MetricStat: Match.objectLike({
-                Metric: {
-                  Namespace: 'TokenVending',
-                  MetricName: metricName,
-                  Dimensions: [{ Name: 'service', Value: service }],
-                },
-                Stat: 'Sum',
-              }),
+              MetricStat: serviceSum(metricName, service),
             }),
           ),
         ]),
@@ -524,14 +514,7 @@ describe('dashboard and alarms', () => {
           Match.objectLike({ Expression: 'FILL(vend, 0) + FILL(refresh, 0)' }),
           ...['vend-token', 'refresh'].map((service) =>
             Match.objectLike({
-              MetricStat: Match.objectLike({
-                Metric: {
-                  Namespace: 'TokenVending',
-                  MetricName: metricName,
-                  Dimensions: [{ Name: 'service', Value: service }],
-                },
-                Stat: 'Sum',
-              }),
+              MetricStat: serviceSum(metricName, service),
             }),
           ),
         ]),
