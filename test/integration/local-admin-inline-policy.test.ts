@@ -19,7 +19,6 @@ import {
   startNpmStartGroup,
 } from '../support/npm-start.js';
 
-const BASE_ENV = CHILD_ENV;
 const POLICY = JSON.stringify({
   scopes: ['ba_demo_1', 'ba_demo_2'],
   grants: [
@@ -36,12 +35,12 @@ let project: string;
 let stack: NpmStartGroup | undefined;
 
 /** `npm run --silent admin -- <event>` in the project directory, with no variables of its own. */
-const admin = (event: object) => npmRunAdmin(project, event, BASE_ENV);
+const admin = (event: object) => npmRunAdmin(project, event, CHILD_ENV);
 
 beforeAll(async () => {
   project = await projectOfItsOwn('tvf-admin-inline-policy-');
   stack = await startNpmStartGroup(project, {
-    ...BASE_ENV,
+    ...CHILD_ENV,
     PORT: '0',
     DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'),
     TABLE_NAME: `admin-inline-policy-${process.pid}-${Date.now()}`,

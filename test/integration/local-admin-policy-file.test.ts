@@ -22,7 +22,6 @@ import {
   startNpmStartGroup,
 } from '../support/npm-start.js';
 
-const BASE_ENV = CHILD_ENV;
 /** The demo identity's role, granted everything the file lists. */
 const DEMO_ROLE = 'arn:aws:iam::000000000000:role/local-demo';
 const policy = (scopes: string[]) =>
@@ -54,7 +53,7 @@ beforeAll(async () => {
       { ...DEMO_IDENTITY, arn: 'arn:aws:sts::000000000000:assumed-role/local-demo/s' },
     ]),
   };
-  stack = await startNpmStartGroup(project, { ...BASE_ENV, ...stackEnv });
+  stack = await startNpmStartGroup(project, { ...CHILD_ENV, ...stackEnv });
 }, 60_000);
 
 afterAll(async () => {
@@ -68,8 +67,8 @@ describe('npm run admin with ACCESS_POLICY_FILE', () => {
     const started = Math.floor(Date.now() / 1000);
 
     // As the operator gave it to npm start, and with nothing but the stack file.
-    const given = await statusOf({ ...BASE_ENV, ...stackEnv });
-    const fromStackFile = await statusOf(BASE_ENV);
+    const given = await statusOf({ ...CHILD_ENV, ...stackEnv });
+    const fromStackFile = await statusOf(CHILD_ENV);
 
     for (const shown of [given, fromStackFile]) {
       expect(shown).toEqual({
@@ -86,12 +85,12 @@ describe('npm run admin with ACCESS_POLICY_FILE', () => {
 
   it('refreshes only the scopes the file lists, and follows an edit of the file', async () => {
     // ba_demo_1 is in the demo policy, not in the file.
-    const refused = await admin({ action: 'refresh', scope: 'ba_demo_1' }, BASE_ENV);
-    const listed = await admin({ action: 'refresh', scope: 'ba_demo_2' }, BASE_ENV);
+    const refused = await admin({ action: 'refresh', scope: 'ba_demo_1' }, CHILD_ENV);
+    const listed = await admin({ action: 'refresh', scope: 'ba_demo_2' }, CHILD_ENV);
     const edited = policy(['ba_demo_1', 'ba_demo_2']);
     writeFileSync(join(project, 'policy.json'), edited);
-    const afterEdit = await admin({ action: 'refresh', scope: 'ba_demo_1' }, BASE_ENV);
-    const shown = await statusOf(BASE_ENV);
+    const afterEdit = await admin({ action: 'refresh', scope: 'ba_demo_1' }, CHILD_ENV);
+    const shown = await statusOf(CHILD_ENV);
 
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(
@@ -129,8 +128,8 @@ describe('npm run admin while the policy file holds an invalid edit', () => {
       '{"scopes":["ba_demo_1"],"grants":[{"principal":"x"}]}',
     );
 
-    const status = await admin({ action: 'status' }, BASE_ENV);
-    const refreshed = await admin({ action: 'refresh', scope: 'ba_demo_2' }, BASE_ENV);
+    const status = await admin({ action: 'status' }, CHILD_ENV);
+    const refreshed = await admin({ action: 'refresh', scope: 'ba_demo_2' }, CHILD_ENV);
 
     expect(before.policyVersion).toBe(documentDigest(good));
     expect(status.code).toBe(0);
