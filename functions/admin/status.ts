@@ -1,5 +1,4 @@
 import { scopeLabel } from '../core/item-keys.js';
-import { MAX_CLOCK_SKEW_MS } from '../core/lease-watch.js';
 import type { LoadedPolicy } from '../core/policy-source.js';
 import type { StoredItem } from '../core/ports.js';
 import type { KeyJobSummary } from '../issue-keys/ports.js';
@@ -67,6 +66,13 @@ export interface StatusReport {
 const defined = <T extends object>(value: T): T =>
   Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
 
+/**
+ * How long past its end, on the holder's clock, `status` still shows a lease
+ * as held: as far as two instances' clocks may disagree. A display only; no
+ * lease decision compares clocks (functions/core/lease-watch.ts).
+ */
+const LEASE_SHOWN_HELD_MS = 60_000;
+
 export function tokenStatus(
   item: StoredItem,
   nowMs: number,
@@ -77,7 +83,7 @@ export function tokenStatus(
   // Shown held until its end, on the holder's clock, is past by more than
   // clocks may disagree. A display only: `refresh` takes a lease over once
   // its own instance has watched it unchanged for a lease period (lease-watch.ts).
-  const leaseHeld = item.leaseUntil !== undefined && item.leaseUntil >= nowMs - MAX_CLOCK_SKEW_MS;
+  const leaseHeld = item.leaseUntil !== undefined && item.leaseUntil >= nowMs - LEASE_SHOWN_HELD_MS;
   return defined({
     scope: scopeLabel(item.pk),
     state: !token ? 'unusable' : token.expiresAt <= now ? 'expired' : 'valid',

@@ -1,14 +1,6 @@
 import type { LeaseHolder, RefreshFailure, StoredItem } from './ports.js';
 import { sameFailure } from './refresh-failure.js';
 
-/**
- * The most two instances' clocks were once assumed to disagree by. No lease
- * decision uses it any more (a holder's `lease_until` is never compared with
- * another clock: see LeaseSightings); only the admin `status` display still
- * shows a lease as held while it ended less than this long ago.
- */
-export const MAX_CLOCK_SKEW_MS = 60_000;
-
 /** What a reader may do about the lease an item shows, judged by its own watching. */
 export type LeaseState =
   | { readonly lease: 'free' }
